@@ -1,0 +1,181 @@
+"""The one exception tree of ldpcollect.
+
+Every error raised on purpose by ``ldp_shared``, ``ldp_client`` or ``ldp_aggregator``
+derives from :class:`LDPError`. Each class carries a stable ``type`` slug; the
+aggregator turns it into the ``type`` URI of an RFC 9457 problem document and the
+SDK turns a problem document back into the matching class.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class LDPError(Exception):
+    """Base class of every ldpcollect error."""
+
+    type_slug: ClassVar[str] = "error"
+    title: ClassVar[str] = "ldpcollect error"
+    status: ClassVar[int] = 500
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class ConfigurationError(LDPError, ValueError):
+    """A collection or mechanism was given parameters it cannot run with."""
+
+    type_slug = "invalid-configuration"
+    title = "Invalid collection configuration"
+    status = 422
+
+
+class InvalidRecordError(LDPError, ValueError):
+    """A raw record does not fit the collection's schema (raised on the client only)."""
+
+    type_slug = "invalid-record"
+    title = "Record does not fit the schema"
+    status = 422
+
+
+class InvalidReportError(LDPError, ValueError):
+    """A perturbed report cannot be decoded for the collection it claims."""
+
+    type_slug = "invalid-report"
+    title = "Report does not fit the collection"
+    status = 422
+
+
+class InvalidQueryError(LDPError, ValueError):
+    """An analysis was asked with parameters that make no sense (unknown attribute, ...)."""
+
+    type_slug = "invalid-query"
+    title = "Invalid query"
+    status = 422
+
+
+class NotFoundError(LDPError, LookupError):
+    """A named resource does not exist."""
+
+    type_slug = "not-found"
+    title = "Not found"
+    status = 404
+
+
+class CollectionNotFoundError(NotFoundError):
+    """No collection has this name."""
+
+    type_slug = "collection-not-found"
+    title = "Collection not found"
+
+
+class ConflictError(LDPError):
+    """The resource exists already (collections are immutable once created)."""
+
+    type_slug = "conflict"
+    title = "Resource already exists"
+    status = 409
+
+
+class InsufficientReportsError(LDPError):
+    """The release policy forbids an estimate: too few reports so far."""
+
+    type_slug = "insufficient-reports"
+    title = "Not enough reports to release an estimate"
+    status = 409
+
+
+class AuthenticationError(LDPError):
+    """No valid credentials were presented."""
+
+    type_slug = "unauthenticated"
+    title = "Authentication required"
+    status = 401
+
+
+class PermissionDeniedError(LDPError):
+    """The credentials are valid but do not grant this role."""
+
+    type_slug = "forbidden"
+    title = "Permission denied"
+    status = 403
+
+
+class PayloadTooLargeError(LDPError):
+    """The request body is over the configured size limit."""
+
+    type_slug = "payload-too-large"
+    title = "Request body too large"
+    status = 413
+
+
+class MalformedRequestError(LDPError, ValueError):
+    """The request body is not valid JSON or not of the expected shape."""
+
+    type_slug = "malformed-request"
+    title = "Malformed request"
+    status = 400
+
+
+class InvalidRequestError(LDPError, ValueError):
+    """The request body is valid JSON but not of the expected shape."""
+
+    type_slug = "invalid-request"
+    title = "Invalid request"
+    status = 422
+
+
+class TransportError(LDPError):
+    """The aggregator could not be reached or answered something unreadable (client side)."""
+
+    type_slug = "transport"
+    title = "Aggregator unreachable"
+    status = 503
+
+
+class ReportRejectedError(LDPError):
+    """The aggregator refused one or more reports of a batch (client side)."""
+
+    type_slug = "report-rejected"
+    title = "Report rejected"
+    status = 422
+
+    def __init__(self, detail: str, rejected: dict[str, str] | None = None) -> None:
+        super().__init__(detail)
+        self.rejected: dict[str, str] = dict(rejected or {})
+
+
+PROBLEM_TYPE_BASE = "https://ldpcollect.dev/problems/"
+
+ALL_ERRORS: tuple[type[LDPError], ...] = (
+    LDPError,
+    ConfigurationError,
+    InvalidRecordError,
+    InvalidReportError,
+    InvalidQueryError,
+    NotFoundError,
+    CollectionNotFoundError,
+    ConflictError,
+    InsufficientReportsError,
+    AuthenticationError,
+    PermissionDeniedError,
+    PayloadTooLargeError,
+    MalformedRequestError,
+    InvalidRequestError,
+    TransportError,
+    ReportRejectedError,
+)
+
+
+def problem_type(error: type[LDPError]) -> str:
+    """The stable RFC 9457 ``type`` URI of an error class."""
+    return PROBLEM_TYPE_BASE + error.type_slug
+
+
+def error_class_for_type(type_uri: str) -> type[LDPError]:
+    """The error class whose problem ``type`` is ``type_uri`` (LDPError if unknown)."""
+    for error in ALL_ERRORS:
+        if problem_type(error) == type_uri:
+            return error
+    return LDPError

@@ -1,0 +1,198 @@
+"""The debiased-bit kernel shared by every bitwise randomized-response mechanism.
+
+A true bit ``x`` is reported as ``y`` with ``P(y=1|x=1) = p`` and ``P(y=1|x=0) = q``,
+``p > q``. The debiased bit ``z = (y - q) / (p - q)`` has ``E[z] = x`` (DESIGN.md §3),
+so over ``n`` reports with ``S`` ones the frequency estimate is
+
+    f̂ = (S/n - q) / (p - q)
+
+with variance ``[f p(1-p) + (1-f) q(1-q)] / (n (p-q)^2)`` (Wang et al., "Locally
+Differentially Private Protocols for Frequency Estimation", USENIX Security 2017,
+eq. (2) and its derivation). The same algebra serves GRR, where "the report equals
+value v" is the indicator bit with ``p = P(y=v|x=v)`` and ``q = P(y=v|x≠v)``.
+
+This module also draws Bernoulli bits for long, mostly-zero vectors by sampling the
+positions of the ones (geometric gaps) instead of one uniform per bit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldp_shared.errors import ConfigurationError, InvalidQueryError
+
+FloatArray = NDArray[np.float64]
+
+
+def _check_pq(p: float, q: float) -> None:
+    if not 0.0 <= q < p <= 1.0:
+        raise ConfigurationError(f"need 0 <= q < p <= 1, got p={p!r}, q={q!r}")
+
+
+def _log_ratio(a: float, b: float) -> float:
+    return math.inf if b == 0.0 else math.log(a / b)
+
+
+def bit_epsilon(p: float, q: float) -> float:
+    """Exact ε of a single bit reported with ``P(1|1)=p``, ``P(1|0)=q``.
+
+    ``max(ln(p/q), ln((1-q)/(1-p)))``: the worst output's likelihood ratio. For MASK
+    (``q = 1-p``) this is ``ln(p/(1-p))``, the per-item ε of DESIGN.md §3.
+    """
+    _check_pq(p, q)
+    return max(_log_ratio(p, q), _log_ratio(1.0 - q, 1.0 - p))
+
+
+def unary_epsilon(p: float, q: float) -> float:
+    """Exact ε of a unary-encoded (one-hot) report: ``ln(p(1-q)/((1-p)q))``.
+
+    Two records differ in exactly two bits of their one-hot vectors, one moving from
+    0 to 1 and one from 1 to 0, so the worst ratio is ``(p/q)·((1-q)/(1-p))``
+    (Wang et al. 2017, Theorem 1). Infinite when ``q = 0`` or ``p = 1``.
+    """
+    _check_pq(p, q)
+    return _log_ratio(p, q) + _log_ratio(1.0 - q, 1.0 - p)
+
+
+def channel_epsilon(channel: FloatArray) -> float:
+    """Exact ε of any finite channel ``M[y, x] = P(report y | value x)``.
+
+    ``max_y max_{x,x'} ln(M[y,x]/M[y,x'])`` (DESIGN.md §4); infinite when some output
+    is possible under one value and impossible under another.
+    """
+    m = np.asarray(channel, dtype=np.float64)
+    hi = m.max(axis=1)
+    lo = m.min(axis=1)
+    if np.any((lo == 0.0) & (hi > 0.0)):
+        return math.inf
+    live = hi > 0.0
+    return float(np.max(np.log(hi[live]) - np.log(lo[live])))
+
+
+def debias(sums: NDArray[np.integer] | FloatArray, n: int, p: float, q: float) -> FloatArray:
+    """Unbiased frequencies ``(S/n - q)/(p - q)`` from per-bit counts ``S`` over ``n`` reports."""
+    if n <= 0:
+        raise InvalidQueryError("no reports to estimate from")
+    return (np.asarray(sums, dtype=np.float64) / n - q) / (p - q)
+
+
+def frequency_variance(f: FloatArray, n: int, p: float, q: float) -> FloatArray:
+    """``Var(f̂) = [f p(1-p) + (1-f) q(1-q)] / (n (p-q)^2)``, with ``f`` clipped to [0, 1]."""
+    fc = np.clip(np.asarray(f, dtype=np.float64), 0.0, 1.0)
+    return (fc * p * (1.0 - p) + (1.0 - fc) * q * (1.0 - q)) / (n * (p - q) ** 2)
+
+
+def z_value(confidence: float) -> float:
+    """The two-sided standard normal quantile for a confidence level in (0, 1)."""
+    if not 0.0 < confidence < 1.0 or not math.isfinite(confidence):
+        raise InvalidQueryError(f"confidence must lie in (0, 1), got {confidence!r}")
+    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
+
+
+@dataclass(frozen=True)
+class FrequencyEstimate:
+    """Unbiased frequencies of one attribute with their standard errors and intervals."""
+
+    n: int
+    estimate: FloatArray
+    stderr: FloatArray
+    ci_low: FloatArray
+    ci_high: FloatArray
+    confidence: float
+
+    @property
+    def counts(self) -> FloatArray:
+        """Estimated number of reporters per value (``n · f̂``)."""
+        return self.estimate * self.n
+
+
+def estimate_frequencies(
+    sums: NDArray[np.integer] | FloatArray, n: int, p: float, q: float, confidence: float = 0.95
+) -> FrequencyEstimate:
+    """Debias per-value counts and attach plug-in standard errors and normal intervals."""
+    z = z_value(confidence)
+    f_hat = debias(sums, n, p, q)
+    se = np.sqrt(frequency_variance(f_hat, n, p, q))
+    return FrequencyEstimate(
+        n=n,
+        estimate=f_hat,
+        stderr=se,
+        ci_low=f_hat - z * se,
+        ci_high=f_hat + z * se,
+        confidence=confidence,
+    )
+
+
+def bernoulli_flat_positions(rate: float, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
+    """Sorted positions of the ones in ``size`` i.i.d. Bernoulli(``rate``) bits.
+
+    Draws geometric gaps between consecutive ones, ``G = floor(ln U / ln(1-rate))``,
+    so the cost is proportional to the number of ones (``rate·size``), not to ``size``.
+    """
+    if size <= 0 or rate <= 0.0:
+        return np.empty(0, dtype=np.int64)
+    if rate >= 1.0:
+        return np.arange(size, dtype=np.int64)
+    log_keep = math.log1p(-rate)
+    expected = rate * size
+    chunks: list[NDArray[np.int64]] = []
+    start = -1  # position of the last one drawn so far
+    while True:
+        m = int(expected + 6.0 * math.sqrt(expected) + 64)
+        u = 1.0 - rng.random(m)  # in (0, 1]
+        gaps = np.floor(np.log(u) / log_keep).astype(np.int64) + 1
+        positions = start + np.cumsum(gaps)
+        inside = positions[positions < size]
+        chunks.append(inside)
+        if inside.size < positions.size:
+            break
+        start = int(positions[-1])
+        expected = rate * (size - start)
+    return np.concatenate(chunks)
+
+
+GAP_SAMPLING_BELOW = 1.0 / 32.0
+"""Below this rate, drawing the ones' positions beats one random byte per bit."""
+
+
+def _bernoulli_by_bytes(rate: float, size: int, rng: np.random.Generator) -> NDArray[np.bool_]:
+    """``size`` Bernoulli(``rate``) bits from one random byte each, exactly.
+
+    With ``256·rate = t + f`` (``t`` whole, ``0 <= f < 1``), a byte ``B`` gives 1 when
+    ``B < t`` and 0 when ``B > t``; the ties ``B = t`` (1 in 256) draw a uniform and give
+    1 with probability ``f``. So ``P(1) = t/256 + f/256 = rate`` with no rounding of the
+    rate to 8 bits, and the mechanism's stated ε stays exact.
+    """
+    scaled = rate * 256.0  # exact: a power-of-two scaling
+    threshold = int(scaled)
+    fraction = scaled - threshold
+    draws = rng.integers(0, 256, size=size, dtype=np.uint8)
+    out = draws < threshold
+    ties = np.flatnonzero(draws == threshold)
+    out[ties] = rng.random(ties.size) < fraction
+    return out
+
+
+def bernoulli_matrix(
+    rate: float, rows: int, cols: int, rng: np.random.Generator
+) -> NDArray[np.bool_]:
+    """A ``rows × cols`` matrix of i.i.d. Bernoulli(``rate``) bits.
+
+    Sparse rates draw only the positions of the ones (or of the zeros, for rates near
+    one); the rest draw one random byte per bit (:func:`_bernoulli_by_bytes`).
+    """
+    size = rows * cols
+    if GAP_SAMPLING_BELOW <= rate <= 1.0 - GAP_SAMPLING_BELOW:
+        return _bernoulli_by_bytes(rate, size, rng).reshape(rows, cols)
+    if rate < 0.5:
+        out = np.zeros(size, dtype=np.bool_)
+        out[bernoulli_flat_positions(rate, size, rng)] = True
+    else:
+        out = np.ones(size, dtype=np.bool_)
+        out[bernoulli_flat_positions(1.0 - rate, size, rng)] = False
+    return out.reshape(rows, cols)

@@ -1,0 +1,94 @@
+"""Generalised randomized response (GRR, also k-RR or direct encoding).
+
+The exponential mechanism (McSherry and Talwar, FOCS 2007) with the equality utility
+``u(x, y) = [x = y]``, calibrated tightly: the true value is reported with probability
+``p = e^ε/(e^ε+d-1)`` and each other value with ``q = 1/(e^ε+d-1)``
+(Kairouz et al. 2014; Wang et al. USENIX Security 2017 §4.1). Exact ε: ``ln(p/q) = ε``.
+
+The indicator "report equals v" is a bit with ``P(1|x=v) = p`` and ``P(1|x≠v) = q``, so
+the count ``C_v`` of reports equal to ``v`` is debiased by the shared kernel:
+``f̂_v = (C_v/n - q)/(p - q)``, ``Var* = (e^ε+d-2) / (n (e^ε-1)^2)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ldp_shared.kernel import (
+    FloatArray,
+    FrequencyEstimate,
+    channel_epsilon,
+    estimate_frequencies,
+    frequency_variance,
+)
+from ldp_shared.mechanisms._checks import check_domain_size, check_epsilon, check_indices
+from ldp_shared.rand import resolve_rng
+
+
+def grr_probabilities(d: int, epsilon: float) -> tuple[float, float]:
+    """``(p, q)`` of GRR over ``d`` values at ``epsilon``."""
+    if math.isinf(epsilon):
+        return 1.0, 0.0
+    # divide through by e^ε to stay finite for large ε
+    denom = 1.0 + (d - 1) * math.exp(-epsilon)
+    return 1.0 / denom, math.exp(-epsilon) / denom
+
+
+@dataclass(frozen=True)
+class GeneralizedRandomizedResponse:
+    """GRR of a ``d``-valued attribute at privacy ``epsilon``."""
+
+    d: int
+    epsilon: float
+    p: float = field(init=False)
+    q: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "d", check_domain_size(self.d))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        p, q = grr_probabilities(self.d, self.epsilon)
+        object.__setattr__(self, "p", p)
+        object.__setattr__(self, "q", q)
+
+    @property
+    def exact_epsilon(self) -> float:
+        """ε computed back from the channel: ``ln(p/q)``."""
+        return math.inf if self.q == 0.0 else math.log(self.p / self.q)
+
+    def perturb(
+        self, values: ArrayLike, rng: np.random.Generator | None = None
+    ) -> NDArray[np.int64]:
+        """Reported value indices: the true one with probability ``p``, else a uniform other."""
+        idx = check_indices(values, self.d)
+        gen = resolve_rng(rng)
+        keep = gen.random(idx.size) < self.p
+        other = np.floor(gen.random(idx.size) * (self.d - 1)).astype(np.int64)
+        other += other >= idx  # skip the true value: uniform over the d-1 others
+        return np.where(keep, idx, other)
+
+    def counts(self, reported: ArrayLike) -> NDArray[np.int64]:
+        """``C_v``: how many reports equal each value (the sufficient statistic)."""
+        return np.bincount(check_indices(reported, self.d), minlength=self.d).astype(np.int64)
+
+    def estimate(
+        self, counts: NDArray[np.integer] | FloatArray, n: int, confidence: float = 0.95
+    ) -> FrequencyEstimate:
+        """Frequencies from the per-value report counts of ``n`` reports."""
+        return estimate_frequencies(counts, n, self.p, self.q, confidence)
+
+    def variance(self, f: FloatArray, n: int) -> FloatArray:
+        """Exact marginal variance of ``f̂_v`` at true frequencies ``f``."""
+        return frequency_variance(f, n, self.p, self.q)
+
+    def channel_matrix(self) -> FloatArray:
+        """``M[y, x] = P(report y | value x)``: ``p`` on the diagonal, ``q`` elsewhere."""
+        m = np.full((self.d, self.d), self.q)
+        np.fill_diagonal(m, self.p)
+        return m
+
+    def channel_epsilon(self) -> float:
+        return channel_epsilon(self.channel_matrix())

@@ -1,0 +1,115 @@
+"""Unary encoding (UE): symmetric (SUE, basic one-time RAPPOR) and optimised (OUE).
+
+A value ``v`` of a domain of size ``d`` becomes the one-hot vector ``e_v``; every bit is
+reported as 1 with probability ``p`` if it is the true bit and ``q`` otherwise.
+
+* SUE (Erlingsson et al., RAPPOR, CCS 2014; Wang et al. USENIX Security 2017 §4.3):
+  ``p = e^(ε/2)/(e^(ε/2)+1)``, ``q = 1-p``.
+* OUE (Wang et al. 2017 §4.4, minimising the variance): ``p = 1/2``, ``q = 1/(e^ε+1)``;
+  ``Var* = 4e^ε / (n (e^ε-1)^2)``.
+
+Exact ε of a report: ``ln(p(1-q)/((1-p)q))`` (:func:`ldp_shared.kernel.unary_epsilon`).
+Estimator: ``f̂_v = (S_v/n - q)/(p - q)`` with ``S_v`` the number of reports whose bit
+``v`` is set (DESIGN.md §3).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ldp_shared.kernel import (
+    FloatArray,
+    FrequencyEstimate,
+    bernoulli_matrix,
+    estimate_frequencies,
+    frequency_variance,
+    unary_epsilon,
+)
+from ldp_shared.mechanisms._checks import check_domain_size, check_epsilon, check_indices
+from ldp_shared.rand import resolve_rng
+
+UnaryVariant = Literal["sue", "oue"]
+
+
+def unary_probabilities(variant: UnaryVariant, epsilon: float) -> tuple[float, float]:
+    """``(p, q)`` of SUE or OUE at ``epsilon`` (``math.inf`` gives the noiseless limit)."""
+    if variant == "sue":
+        # p = e^(ε/2)/(e^(ε/2)+1) written as a logistic to stay exact for large ε
+        q = 0.0 if math.isinf(epsilon) else 1.0 / (math.exp(epsilon / 2.0) + 1.0)
+        return 1.0 - q, q
+    q = 0.0 if math.isinf(epsilon) else 1.0 / (math.exp(epsilon) + 1.0)
+    return 0.5, q
+
+
+@dataclass(frozen=True)
+class UnaryEncoding:
+    """Unary encoding of a ``d``-valued attribute at privacy ``epsilon`` (SUE or OUE)."""
+
+    d: int
+    epsilon: float
+    variant: UnaryVariant = "oue"
+    p: float = field(init=False)
+    q: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "d", check_domain_size(self.d))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        p, q = unary_probabilities(self.variant, self.epsilon)
+        object.__setattr__(self, "p", p)
+        object.__setattr__(self, "q", q)
+
+    @property
+    def exact_epsilon(self) -> float:
+        """ε computed back from ``p`` and ``q`` (equals ``epsilon`` up to rounding)."""
+        return unary_epsilon(self.p, self.q)
+
+    def perturb(
+        self, values: ArrayLike, rng: np.random.Generator | None = None
+    ) -> NDArray[np.bool_]:
+        """Perturbed one-hot rows (``n × d`` booleans) for the value indices ``values``.
+
+        The ``d-1`` false bits of a row are Bernoulli(q), drawn by their positions;
+        the true bit is then redrawn as Bernoulli(p).
+        """
+        idx = check_indices(values, self.d)
+        gen = resolve_rng(rng)
+        bits = bernoulli_matrix(self.q, idx.size, self.d, gen)
+        bits[np.arange(idx.size), idx] = gen.random(idx.size) < self.p
+        return bits
+
+    def estimate(
+        self, sums: NDArray[np.integer] | FloatArray, n: int, confidence: float = 0.95
+    ) -> FrequencyEstimate:
+        """Frequencies from the per-bit sums ``S_v`` of ``n`` reports."""
+        return estimate_frequencies(sums, n, self.p, self.q, confidence)
+
+    def variance(self, f: FloatArray, n: int) -> FloatArray:
+        """Exact variance of ``f̂`` at true frequencies ``f``."""
+        return frequency_variance(f, n, self.p, self.q)
+
+    def channel_matrix(self) -> FloatArray:
+        """``M[y, x]`` over all ``2^d`` outputs (small ``d`` only; for exact ε tests)."""
+        if self.d > 12:
+            raise ValueError("the full UE channel is only built for d <= 12")
+        outputs = ((np.arange(2**self.d)[:, None] >> np.arange(self.d)[None, :]) & 1).astype(bool)
+        m = np.empty((2**self.d, self.d))
+        for x in range(self.d):
+            prob_one = np.full(self.d, self.q)
+            prob_one[x] = self.p
+            m[:, x] = np.prod(np.where(outputs, prob_one, 1.0 - prob_one), axis=1)
+        return m
+
+
+def SymmetricUnaryEncoding(d: int, epsilon: float) -> UnaryEncoding:  # noqa: N802
+    """SUE (basic one-time RAPPOR) at ``epsilon``."""
+    return UnaryEncoding(d=d, epsilon=epsilon, variant="sue")
+
+
+def OptimizedUnaryEncoding(d: int, epsilon: float) -> UnaryEncoding:  # noqa: N802
+    """OUE (Wang et al. 2017) at ``epsilon``."""
+    return UnaryEncoding(d=d, epsilon=epsilon, variant="oue")
