@@ -1,0 +1,117 @@
+"""The ``ldpcollect`` command line: ``serve`` the aggregator, run the ``demo``.
+
+Errors are one readable line on stderr and a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from ldp_shared.errors import LDPError
+
+EXIT_ERROR = 2
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ldpcollect", description="Collect data under local differential privacy."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the aggregator (FastAPI + uvicorn)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--database-url",
+        help="SQLAlchemy URL (default: $LDPCOLLECT_DATABASE_URL or sqlite:///./ldpcollect.db)",
+    )
+    serve.add_argument("--log-level", default="info")
+
+    demo = commands.add_parser("demo", help="simulate 100,000 clients against a real aggregator")
+    demo.add_argument("--epsilon", type=_positive_float, default=4.0, help="ε per record (default 4)")
+    demo.add_argument("--clients", type=_positive_int, default=100_000, help="at least this many clients")
+    demo.add_argument("--mechanism", choices=["oue", "sue", "grr"], default="oue")
+    demo.add_argument("--confidence", type=float, default=0.95)
+    demo.add_argument("--seed", type=int, default=None, help="seed the clients' noise (simulation only)")
+    demo.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from ldp_aggregator.app import create_app
+    from ldp_aggregator.settings import Settings
+
+    overrides = {} if args.database_url is None else {"database_url": args.database_url}
+    settings = Settings(**overrides)
+    settings, generated = settings.with_generated_tokens()
+    for role, token in generated.items():
+        print(f"ldpcollect: no {role} token configured; generated one for this run: {token}",
+              file=sys.stderr)
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def _progress_bar(sent: int, total: int) -> None:
+    width = 30
+    filled = int(width * sent / total)
+    bar = "#" * filled + "-" * (width - filled)
+    end = "\n" if sent >= total else ""
+    print(f"\rclients reporting [{bar}] {sent:,}/{total:,}", end=end, file=sys.stderr, flush=True)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from ldp_aggregator.demo import DemoOptions, format_table, run_demo
+
+    options = DemoOptions(
+        epsilon=args.epsilon, clients=args.clients, mechanism=args.mechanism,
+        confidence=args.confidence, seed=args.seed,
+    )
+    show_progress = not args.json or sys.stderr.isatty()
+    result = run_demo(options, progress=_progress_bar if show_progress else None)
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        print(format_table(result))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            return _serve(args)
+        return _demo(args)
+    except LDPError as error:
+        print(f"ldpcollect: error: {error.detail}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
