@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
-from ldp_shared.errors import LDPError
+from ldp_shared.errors import AuthenticationError, LDPError
 
 EXIT_ERROR = 2
 
@@ -35,6 +36,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _confidence(text: str) -> float:
+    value = _positive_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ldpcollect", description="Collect data under local differential privacy."
@@ -51,12 +59,32 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info")
 
     demo = commands.add_parser("demo", help="simulate 100,000 clients against a real aggregator")
-    demo.add_argument("--epsilon", type=_positive_float, default=4.0, help="ε per record (default 4)")
-    demo.add_argument("--clients", type=_positive_int, default=100_000, help="at least this many clients")
-    demo.add_argument("--mechanism", choices=["oue", "sue", "grr"], default="oue")
-    demo.add_argument("--confidence", type=float, default=0.95)
-    demo.add_argument("--seed", type=int, default=None, help="seed the clients' noise (simulation only)")
-    demo.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    simulate = commands.add_parser(
+        "simulate", help="simulate a fleet of clients against running aggregators"
+    )
+    simulate.add_argument(
+        "--url",
+        action="append",
+        required=True,
+        help="an aggregator's base URL; repeat to deal batches to several replicas",
+    )
+    simulate.add_argument("--admin-token", default=os.environ.get("LDPCOLLECT_ADMIN_TOKEN"))
+    simulate.add_argument("--analyst-token", default=os.environ.get("LDPCOLLECT_ANALYST_TOKEN"))
+    for sub in (demo, simulate):
+        sub.add_argument(
+            "--epsilon", type=_positive_float, default=4.0, help="ε per record (default 4)"
+        )
+        sub.add_argument(
+            "--clients", type=_positive_int, default=100_000, help="at least this many clients"
+        )
+        sub.add_argument("--mechanism", choices=["oue", "sue", "grr"], default="oue")
+        sub.add_argument("--confidence", type=_confidence, default=0.95)
+        sub.add_argument(
+            "--seed", type=int, default=None, help="seed the clients' noise (simulation only)"
+        )
+        sub.add_argument(
+            "--json", action="store_true", help="print one JSON object instead of tables"
+        )
     return parser
 
 
@@ -70,8 +98,10 @@ def _serve(args: argparse.Namespace) -> int:
     settings = Settings(**overrides)
     settings, generated = settings.with_generated_tokens()
     for role, token in generated.items():
-        print(f"ldpcollect: no {role} token configured; generated one for this run: {token}",
-              file=sys.stderr)
+        print(
+            f"ldpcollect: no {role} token configured; generated one for this run: {token}",
+            file=sys.stderr,
+        )
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
     return 0
 
@@ -85,14 +115,26 @@ def _progress_bar(sent: int, total: int) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from ldp_aggregator.demo import DemoOptions, format_table, run_demo
+    from ldp_aggregator.demo import DemoOptions, format_table, run_demo, simulate
 
     options = DemoOptions(
-        epsilon=args.epsilon, clients=args.clients, mechanism=args.mechanism,
-        confidence=args.confidence, seed=args.seed,
+        epsilon=args.epsilon,
+        clients=args.clients,
+        mechanism=args.mechanism,
+        confidence=args.confidence,
+        seed=args.seed,
     )
     show_progress = not args.json or sys.stderr.isatty()
-    result = run_demo(options, progress=_progress_bar if show_progress else None)
+    progress = _progress_bar if show_progress else None
+    if args.command == "simulate":
+        if not args.admin_token or not args.analyst_token:
+            raise AuthenticationError(
+                "simulate needs --admin-token and --analyst-token "
+                "(or LDPCOLLECT_ADMIN_TOKEN and LDPCOLLECT_ANALYST_TOKEN)"
+            )
+        result = simulate(args.url, args.admin_token, args.analyst_token, options, progress)
+    else:
+        result = run_demo(options, progress)
     if args.json:
         print(json.dumps(result.to_json()))
     else:

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,8 +26,9 @@ from typing import Any
 import httpx
 import numpy as np
 
+from ldp_client import LDPClient
 from ldp_shared.datasets import CategoricalDataset, load_car
-from ldp_shared.errors import TransportError
+from ldp_shared.errors import ConflictError, TransportError
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import FrequencyResult
@@ -107,17 +108,25 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_aggregator(
-    database_url: str, admin_token: str, analyst_token: str
-) -> Iterator[str]:
+def running_aggregator(database_url: str, admin_token: str, analyst_token: str) -> Iterator[str]:
     """Run ``ldpcollect serve`` in a subprocess until the block ends; yields its base URL."""
     port = free_port()
     env = dict(os.environ)
     env["LDPCOLLECT_DATABASE_URL"] = database_url
     env["LDPCOLLECT_ADMIN_TOKEN"] = admin_token
     env["LDPCOLLECT_ANALYST_TOKEN"] = analyst_token
-    command = [sys.executable, "-m", "ldp_aggregator.cli", "serve", "--host", "127.0.0.1",
-               "--port", str(port), "--log-level", "warning"]
+    command = [
+        sys.executable,
+        "-m",
+        "ldp_aggregator.cli",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base_url = f"http://127.0.0.1:{port}"
     try:
@@ -145,7 +154,9 @@ def _wait_ready(base_url: str, process: subprocess.Popen[bytes]) -> None:
         except httpx.HTTPError:
             pass
         time.sleep(0.1)
-    raise TransportError(f"the aggregator at {base_url} was not ready after {SERVER_START_TIMEOUT}s")
+    raise TransportError(
+        f"the aggregator at {base_url} was not ready after {SERVER_START_TIMEOUT}s"
+    )
 
 
 def demo_spec(dataset: CategoricalDataset, options: DemoOptions) -> CollectionSpec:
@@ -169,7 +180,9 @@ def replicate(records: list[dict[str, str]], clients: int) -> list[dict[str, str
     return records * max(1, math.ceil(clients / len(records)))
 
 
-def true_frequencies(dataset: CategoricalDataset, records: list[dict[str, str]]) -> dict[str, list[float]]:
+def true_frequencies(
+    dataset: CategoricalDataset, records: list[dict[str, str]]
+) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     for name, domain in dataset.domains.items():
         index = {v: i for i, v in enumerate(domain)}
@@ -178,38 +191,62 @@ def true_frequencies(dataset: CategoricalDataset, records: list[dict[str, str]])
     return out
 
 
-def run_demo(options: DemoOptions, progress: Callable[[int, int], None] | None = None) -> DemoResult:
-    """Run the whole demo and return what the aggregator released next to the truth."""
-    from ldp_client import LDPClient  # the demo plays the clients; the server never imports this
+def ensure_collection(admin: LDPClient, spec: CollectionSpec) -> None:
+    """Create the collection, or accept an existing one with exactly this spec."""
+    try:
+        admin.create_collection(spec)
+    except ConflictError:
+        existing = admin.get_config(spec.name)
+        if existing.spec != spec:
+            raise ConflictError(
+                f"collection {spec.name!r} exists with another configuration"
+            ) from None
 
+
+def simulate(
+    base_urls: Sequence[str],
+    admin_token: str,
+    analyst_token: str,
+    options: DemoOptions,
+    progress: Callable[[int, int], None] | None = None,
+) -> DemoResult:
+    """Play one client per record against running aggregators, then read the estimates.
+
+    The records are dealt to the aggregators in turn, one batch each, as a load balancer
+    would; the estimates are read from the first one (all share one database).
+    """
     started = time.perf_counter()
     dataset = load_car()
     records = replicate(dataset.records, options.clients)
     spec = demo_spec(dataset, options)
-    admin_token = secrets.token_urlsafe(24)
-    analyst_token = secrets.token_urlsafe(24)
     rng = None if options.seed is None else seeded_rng(options.seed)
-    with tempfile.TemporaryDirectory(prefix="ldpcollect-demo-") as folder:
-        database_url = f"sqlite:///{Path(folder) / 'demo.db'}"
-        with running_aggregator(database_url, admin_token, analyst_token) as base_url:
-            with LDPClient(base_url, token=admin_token, rng=rng) as admin:
-                admin.create_collection(spec)
-            total = len(records)
-            sent = 0
+    with LDPClient(base_urls[0], token=admin_token) as admin:
+        ensure_collection(admin, spec)
+    total = len(records)
+    sent = 0
 
-            def on_batch(count: int) -> None:
-                nonlocal sent
-                sent += count
-                if progress is not None:
-                    progress(sent, total)
+    def on_batch(count: int) -> None:
+        nonlocal sent
+        sent += count
+        if progress is not None:
+            progress(sent, total)
 
-            with LDPClient(base_url, rng=rng) as client:
-                client.submit(DEMO_COLLECTION, records, batch_size=options.batch_size, progress=on_batch)
-            with LDPClient(base_url, token=analyst_token) as analyst:
-                results = {
-                    name: analyst.frequencies(DEMO_COLLECTION, name, confidence=options.confidence)
-                    for name in dataset.domains
-                }
+    clients = [LDPClient(url, rng=rng) for url in base_urls]
+    try:
+        step = options.batch_size
+        for turn, start in enumerate(range(0, total, step)):
+            client = clients[turn % len(clients)]
+            client.submit(
+                DEMO_COLLECTION, records[start : start + step], batch_size=step, progress=on_batch
+            )
+    finally:
+        for client in clients:
+            client.close()
+    with LDPClient(base_urls[0], token=analyst_token) as analyst:
+        results = {
+            name: analyst.frequencies(DEMO_COLLECTION, name, confidence=options.confidence)
+            for name in dataset.domains
+        }
     first = next(iter(results.values()))
     return DemoResult(
         collection=DEMO_COLLECTION,
@@ -225,6 +262,21 @@ def run_demo(options: DemoOptions, progress: Callable[[int, int], None] | None =
     )
 
 
+def run_demo(
+    options: DemoOptions, progress: Callable[[int, int], None] | None = None
+) -> DemoResult:
+    """The whole demo: a fresh aggregator on a temporary SQLite file, then :func:`simulate`."""
+    started = time.perf_counter()
+    admin_token = secrets.token_urlsafe(24)
+    analyst_token = secrets.token_urlsafe(24)
+    with tempfile.TemporaryDirectory(prefix="ldpcollect-demo-") as folder:
+        database_url = f"sqlite:///{Path(folder) / 'demo.db'}"
+        with running_aggregator(database_url, admin_token, analyst_token) as base_url:
+            result = simulate([base_url], admin_token, analyst_token, options, progress)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
 def format_table(result: DemoResult) -> str:
     """A readable table per attribute: truth, estimate, standard error, interval, coverage."""
     level = f"{result.confidence:.0%}"
@@ -236,16 +288,14 @@ def format_table(result: DemoResult) -> str:
     ]
     for name, r in result.attributes.items():
         lines.append(f"{name}  (ε = {r.epsilon:.3g} for this attribute)")
-        lines.append(
-            f"  {'value':<8} {'true':>7} {'estimate':>9} {'stderr':>7}  {level + ' interval':<20} covers"
-        )
+        header = f"{'value':<8} {'true':>7} {'estimate':>9} {'stderr':>7}"
+        lines.append(f"  {header}  {level + ' interval':<20} covers")
         for i, value in enumerate(r.values):
             true = result.truth[name][i]
             covers = "yes" if r.ci_low[i] <= true <= r.ci_high[i] else "NO"
             interval = f"[{r.ci_low[i]:.4f}, {r.ci_high[i]:.4f}]"
-            lines.append(
-                f"  {value:<8} {true:7.4f} {r.estimate[i]:9.4f} {r.stderr[i]:7.4f}  {interval:<20} {covers}"
-            )
+            row = f"{value:<8} {true:7.4f} {r.estimate[i]:9.4f} {r.stderr[i]:7.4f}"
+            lines.append(f"  {row}  {interval:<20} {covers}")
         lines.append("")
     lines.append(
         f"{result.coverage:.1%} of the {level} intervals cover the true frequency "
