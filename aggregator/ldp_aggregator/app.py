@@ -1,0 +1,77 @@
+"""The FastAPI app factory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+
+from anyio import to_thread
+from fastapi import FastAPI
+
+from ldp_aggregator.deps import AppState
+from ldp_aggregator.limits import BodySizeLimitMiddleware
+from ldp_aggregator.metrics import Metrics, MetricsMiddleware
+from ldp_aggregator.problems import install_problem_handlers
+from ldp_aggregator.routes import analyses, collections, health, reports
+from ldp_aggregator.settings import Settings
+from ldp_aggregator.storage.collections import CollectionCache
+from ldp_aggregator.storage.engine import make_engine
+from ldp_aggregator.storage.migrate import upgrade
+
+DESCRIPTION = """\
+Collects perturbed reports under local differential privacy and releases honest
+statistics from them. Errors are RFC 9457 problem documents
+(`https://ldpcollect.dev/problems/<slug>`).
+"""
+
+
+def _version() -> str:
+    try:
+        return version("ldpcollect")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0.0.0"
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build an aggregator app: engine, token digests, metrics and routes.
+
+    Nothing is shared between apps. At startup (lifespan) the database schema is
+    brought to the newest revision unless ``settings.migrate_on_startup`` is off; at
+    shutdown the engine's connections are closed.
+    """
+    given = settings if settings is not None else Settings()
+    kept = given.without_plain_tokens()  # only the digests stay in memory
+    engine = make_engine(kept.database_url)
+    state = AppState(
+        settings=kept,
+        engine=engine,
+        tokens=kept.token_digests(),
+        collections=CollectionCache(engine),
+        metrics=Metrics(),
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if kept.migrate_on_startup:
+            await to_thread.run_sync(upgrade, engine)
+        try:
+            yield
+        finally:
+            engine.dispose()
+
+    app = FastAPI(
+        title="ldpcollect aggregator",
+        version=_version(),
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.ldp = state
+    install_problem_handlers(app)
+    app.include_router(health.router)
+    app.include_router(collections.router)
+    app.include_router(reports.router)
+    app.include_router(analyses.router)
+    app.add_middleware(BodySizeLimitMiddleware, max_body_bytes=kept.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=state.metrics)
+    return app

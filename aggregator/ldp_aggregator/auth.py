@@ -1,0 +1,38 @@
+"""Bearer-token roles: ``admin`` (every right) and ``analyst`` (read analyses)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from ldp_aggregator.deps import app_state
+from ldp_aggregator.settings import Role
+from ldp_shared.errors import AuthenticationError, PermissionDeniedError
+
+_bearer = HTTPBearer(auto_error=False, description="the admin or analyst token")
+
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def authenticate(request: Request, credentials: Credentials) -> Role:
+    """The role of the request's bearer token; 401 when there is none or it is unknown."""
+    if credentials is None:
+        raise AuthenticationError("send an 'Authorization: Bearer <token>' header")
+    role = app_state(request).tokens.role_of(credentials.credentials)
+    if role is None:
+        raise AuthenticationError("the bearer token matches no role")
+    return role
+
+
+def require_analyst(role: Annotated[Role, Depends(authenticate)]) -> Role:
+    """Analyst or admin."""
+    return role
+
+
+def require_admin(role: Annotated[Role, Depends(authenticate)]) -> Role:
+    """Admin only; 403 for an analyst."""
+    if role != "admin":
+        raise PermissionDeniedError("this needs the admin role")
+    return role

@@ -1,0 +1,40 @@
+"""Creating a collection from a spec (the plain function behind ``POST /v1/collections``)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from sqlalchemy import Engine
+
+from ldp_aggregator.storage.collections import StoredCollection, insert_collection
+from ldp_shared.collection import CollectionConfig, build_config
+from ldp_shared.errors import ConfigurationError, LDPError
+from ldp_shared.schema import CollectionSpec
+
+
+def config_of(spec: CollectionSpec) -> CollectionConfig:
+    """The public config of a spec; any failure to derive it is a :class:`ConfigurationError`."""
+    try:
+        return build_config(spec)
+    except LDPError:
+        raise
+    except OverflowError:
+        raise ConfigurationError(
+            "the collection cannot run with these parameters: ε is too large "
+            "(numeric overflow computing the mechanism's probabilities)"
+        ) from None
+    except (ValueError, ArithmeticError) as exc:
+        raise ConfigurationError(
+            f"the collection cannot run with these parameters: {exc}"
+        ) from None
+
+
+def create_collection(
+    engine: Engine, spec: CollectionSpec, today: date | None = None
+) -> StoredCollection:
+    """Derive the config of ``spec`` and store the collection with empty statistics.
+
+    Raises :class:`ConfigurationError` when the spec cannot run and
+    :class:`~ldp_shared.errors.ConflictError` when the name is taken.
+    """
+    return insert_collection(engine, config_of(spec), today)

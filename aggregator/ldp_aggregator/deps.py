@@ -1,0 +1,30 @@
+"""What the routes get from the app: its state, built once by :func:`create_app`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import Request
+from sqlalchemy import Engine
+
+from ldp_aggregator.metrics import Metrics
+from ldp_aggregator.settings import Settings, TokenDigests
+from ldp_aggregator.storage.collections import CollectionCache
+
+
+@dataclass(frozen=True)
+class AppState:
+    """Everything one app instance holds (``app.state.ldp``); no module-level globals."""
+
+    settings: Settings
+    engine: Engine
+    tokens: TokenDigests
+    collections: CollectionCache
+    metrics: Metrics
+
+
+def app_state(request: Request) -> AppState:
+    """The :class:`AppState` of the app serving ``request``."""
+    state = request.app.state.ldp
+    assert isinstance(state, AppState)
+    return state

@@ -1,0 +1,203 @@
+"""Ingestion of a batch of reports: judge each report, store the good ones, update the stats.
+
+Per report, in order (the first failure is the reason given):
+
+1. the id matches :data:`~ldp_shared.wire.REPORT_ID_PATTERN`;
+2. the config hash is the collection's;
+3. the bits are strict base64 of exactly ``config.report_bytes`` bytes;
+4. :func:`~ldp_shared.codec.decode_reports` finds no padding bit set and no index
+   outside its domain (vectorised over the whole batch).
+
+A valid report is a ``duplicate`` when its id is stored already for the collection or
+was taken by an earlier valid report of the same batch, so a retried batch counts once.
+The new reports and the statistics they add are written in one transaction.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
+from numpy.typing import NDArray
+from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
+
+from ldp_aggregator.storage.collections import StoredCollection, utc_today
+from ldp_aggregator.storage.reports import existing_ids, insert_reports
+from ldp_aggregator.storage.stats import add_to_stats, lock_stats, read_stats
+from ldp_shared.codec import decode_reports
+from ldp_shared.collection import CollectionConfig
+from ldp_shared.errors import InvalidReportError
+from ldp_shared.wire import (
+    REPORT_ID_PATTERN,
+    BatchResult,
+    ReportBatch,
+    ReportOutcome,
+    decode_bits,
+)
+
+_REPORT_ID = re.compile(REPORT_ID_PATTERN)
+
+REASON_BAD_ID = f"report id does not match {REPORT_ID_PATTERN}"
+REASON_OTHER_CONFIG = "config hash of another config (fetch the collection's config again)"
+REASON_NOT_BASE64 = "bits are not valid base64"
+
+
+@dataclass(frozen=True)
+class JudgedBatch:
+    """The verdict on every report of a batch before anything is stored.
+
+    ``reasons[i]`` is why report ``i`` is rejected (``None``: valid). ``candidates``
+    are the positions of the valid reports whose id is new within the batch, in
+    batch order; ``matrix`` holds their packed bits (one row each) and ``sums`` their
+    statistics; ``batch_duplicates`` are positions of valid repeats within the batch.
+    """
+
+    reasons: list[str | None]
+    candidates: list[int]
+    matrix: NDArray[np.uint8]
+    sums: NDArray[np.int64]
+    batch_duplicates: set[int]
+
+
+def judge_batch(config: CollectionConfig, batch: ReportBatch) -> JudgedBatch:
+    """Check every report of ``batch`` against ``config`` (pure: no database)."""
+    reports = batch.reports
+    expected = config.report_bytes
+    config_hash = config.config_hash
+    reasons: list[str | None] = [None] * len(reports)
+    positions: list[int] = []
+    payloads: list[bytes] = []
+    for position, report in enumerate(reports):
+        if _REPORT_ID.fullmatch(report.id) is None:
+            reasons[position] = REASON_BAD_ID
+            continue
+        if report.config_hash != config_hash:
+            reasons[position] = REASON_OTHER_CONFIG
+            continue
+        try:
+            packed = decode_bits(report.bits)
+        except InvalidReportError:
+            reasons[position] = REASON_NOT_BASE64
+            continue
+        if len(packed) != expected:
+            reasons[position] = f"wrong length: {len(packed)} bytes, expected {expected}"
+            continue
+        positions.append(position)
+        payloads.append(packed)
+
+    matrix = np.frombuffer(b"".join(payloads), dtype=np.uint8).reshape(len(payloads), expected)
+    decoded = decode_reports(config, matrix)
+    for bad in np.flatnonzero(~decoded.valid).tolist():
+        reasons[positions[bad]] = decoded.reasons[bad]
+
+    candidates: list[int] = []
+    rows: list[int] = []
+    batch_duplicates: set[int] = set()
+    seen: set[str] = set()
+    for row, position in enumerate(positions):
+        if not decoded.valid[row]:
+            continue
+        report_id = reports[position].id
+        if report_id in seen:
+            batch_duplicates.add(position)
+            continue
+        seen.add(report_id)
+        candidates.append(position)
+        rows.append(row)
+
+    if len(rows) == len(positions):
+        kept, sums = matrix, decoded.sums
+    else:
+        kept = matrix[rows]
+        sums = decode_reports(config, kept).sums
+    return JudgedBatch(
+        reasons=reasons,
+        candidates=candidates,
+        matrix=kept,
+        sums=sums,
+        batch_duplicates=batch_duplicates,
+    )
+
+
+def ingest_batch(
+    engine: Engine,
+    collection: StoredCollection,
+    batch: ReportBatch,
+    *,
+    day: date | None = None,
+) -> BatchResult:
+    """Judge ``batch``, store its new valid reports and add their statistics atomically.
+
+    Returns one outcome per report, in order. Only the day of receipt is stored with a
+    report (``day``, default today in UTC).
+    """
+    judged = judge_batch(collection.config, batch)
+    stored_before: set[str] = set()
+    if judged.candidates:
+        received = day or utc_today()
+        try:
+            stored_before = _store(engine, collection, batch, judged, received)
+        except IntegrityError:
+            # a concurrent writer stored one of our ids between our check and our
+            # insert (possible only across replicas without the stats lock): redo once
+            stored_before = _store(engine, collection, batch, judged, received)
+    return _result(batch, judged, stored_before)
+
+
+def _store(
+    engine: Engine,
+    collection: StoredCollection,
+    batch: ReportBatch,
+    judged: JudgedBatch,
+    day: date,
+) -> set[str]:
+    """One transaction: lock the stats, skip stored ids, insert, add the sums.
+
+    Returns the candidate ids that were stored already (the batch's retried reports).
+    """
+    config = collection.config
+    ids = [batch.reports[position].id for position in judged.candidates]
+    with engine.begin() as connection:
+        lock_stats(connection, collection.id)
+        stored = existing_ids(connection, collection.id, ids)
+        if stored:
+            fresh = [row for row, report_id in enumerate(ids) if report_id not in stored]
+            matrix = judged.matrix[fresh]
+            sums = decode_reports(config, matrix).sums
+            fresh_ids = [ids[row] for row in fresh]
+        else:
+            matrix, sums, fresh_ids = judged.matrix, judged.sums, ids
+        if fresh_ids:
+            insert_reports(
+                connection,
+                collection.id,
+                list(zip(fresh_ids, (row.tobytes() for row in matrix), strict=True)),
+                day,
+            )
+            current = read_stats(connection, collection.id, config.stats_length)
+            add_to_stats(connection, collection.id, current, len(fresh_ids), sums)
+    return stored
+
+
+def _result(batch: ReportBatch, judged: JudgedBatch, stored_before: set[str]) -> BatchResult:
+    outcomes: list[ReportOutcome] = []
+    counts = {"accepted": 0, "duplicate": 0, "rejected": 0}
+    for position, report in enumerate(batch.reports):
+        reason = judged.reasons[position]
+        if reason is not None:
+            outcome = ReportOutcome(id=report.id, status="rejected", reason=reason)
+        elif position in judged.batch_duplicates or report.id in stored_before:
+            outcome = ReportOutcome(id=report.id, status="duplicate")
+        else:
+            outcome = ReportOutcome(id=report.id, status="accepted")
+        counts[outcome.status] += 1
+        outcomes.append(outcome)
+    return BatchResult(
+        accepted=counts["accepted"],
+        duplicate=counts["duplicate"],
+        rejected=counts["rejected"],
+        outcomes=outcomes,
+    )

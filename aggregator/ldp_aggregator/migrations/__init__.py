@@ -1,0 +1,1 @@
+"""Alembic environment and revisions (run by :func:`ldp_aggregator.storage.migrate.upgrade`)."""

@@ -1,0 +1,215 @@
+"""RFC 9457 problem documents for every error the API returns.
+
+One ``type`` per class of :mod:`ldp_shared.errors`; the handlers installed by
+:func:`install_problem_handlers` turn every exception into a problem document, and
+never leak internals on a 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from http import HTTPStatus
+from typing import Any, TypeVar
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from sqlalchemy.exc import OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ldp_shared.errors import (
+    AuthenticationError,
+    InvalidRequestError,
+    LDPError,
+    MalformedRequestError,
+    NotFoundError,
+    TransportError,
+    problem_type,
+)
+
+logger = logging.getLogger("ldp_aggregator")
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+_VALIDATION_PROBLEM_ATTR = "__ldp_validation_problem__"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ProblemDetailError(BaseModel):
+    """One validation failure: where (``loc``) and what (``msg``)."""
+
+    loc: list[str | int]
+    msg: str
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem document."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[ProblemDetailError] | None = None
+
+
+def problem_response(
+    status: int,
+    type_uri: str,
+    title: str,
+    detail: str,
+    errors: Sequence[ProblemDetailError] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """A ``application/problem+json`` response."""
+    body = Problem(
+        type=type_uri,
+        title=title,
+        status=status,
+        detail=detail,
+        errors=list(errors) if errors is not None else None,
+    )
+    return JSONResponse(
+        body.model_dump(mode="json", exclude_none=True),
+        status_code=status,
+        media_type=PROBLEM_MEDIA_TYPE,
+        headers=headers,
+    )
+
+
+def error_response(
+    error: type[LDPError],
+    detail: str,
+    errors: Sequence[ProblemDetailError] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """The problem document of an error class of :mod:`ldp_shared.errors`."""
+    if headers is None and issubclass(error, AuthenticationError):
+        headers = {"WWW-Authenticate": "Bearer"}
+    return problem_response(error.status, problem_type(error), error.title, detail, errors, headers)
+
+
+def body_validation_problem(error: type[LDPError]) -> Callable[[F], F]:
+    """Mark an endpoint so that a failed validation of its body is reported as ``error``.
+
+    ``POST /v1/collections`` uses it to answer a bad spec with ``invalid-configuration``.
+    """
+
+    def mark(endpoint: F) -> F:
+        setattr(endpoint, _VALIDATION_PROBLEM_ATTR, error)
+        return endpoint
+
+    return mark
+
+
+def _validation_errors(raw: Sequence[Any]) -> list[ProblemDetailError]:
+    return [
+        ProblemDetailError(
+            loc=[part if isinstance(part, int) else str(part) for part in item.get("loc", ())],
+            msg=str(item.get("msg", "invalid")),
+        )
+        for item in raw
+    ]
+
+
+async def _on_ldp_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, LDPError)
+    return error_response(type(exc), exc.detail)
+
+
+def _is_missing_body(item: Any) -> bool:
+    return item.get("type") == "missing" and tuple(item.get("loc", ())) == ("body",)
+
+
+async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    raw = list(exc.errors())
+    if any(item.get("type") == "json_invalid" for item in raw):
+        decode = next(item for item in raw if item.get("type") == "json_invalid")
+        reason = (decode.get("ctx") or {}).get("error", "JSON decode error")
+        position = decode.get("loc", ("body", 0))[-1]
+        return error_response(
+            MalformedRequestError, f"the body is not valid JSON: {reason} at position {position}"
+        )
+    if any(
+        item.get("type") == "missing" and tuple(item.get("loc", ())) == ("body",) for item in raw
+    ):
+        return error_response(MalformedRequestError, "the request needs a JSON body")
+    errors = _validation_errors(raw)
+    error_class: type[LDPError] = InvalidRequestError
+    route = request.scope.get("route")
+    endpoint = getattr(route, "endpoint", None)
+    marked = getattr(endpoint, _VALIDATION_PROBLEM_ATTR, None)
+    if marked is not None and all(e.loc[:1] == ["body"] for e in errors):
+        error_class = marked
+    summary = "; ".join(f"{'.'.join(map(str, e.loc))}: {e.msg}" for e in errors[:5])
+    if len(errors) > 5:
+        summary += f"; and {len(errors) - 5} more"
+    return error_response(error_class, summary, errors)
+
+
+async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    headers = dict(exc.headers) if exc.headers else None
+    if exc.status_code == 404:
+        return error_response(
+            NotFoundError, f"nothing at {request.method} {request.url.path}", headers=headers
+        )
+    try:
+        phrase = HTTPStatus(exc.status_code).phrase
+    except ValueError:
+        phrase = "Error"
+    detail = exc.detail if isinstance(exc.detail, str) else phrase
+    return problem_response(exc.status_code, "about:blank", phrase, detail, headers=headers)
+
+
+async def _on_database_unavailable(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, OperationalError)
+    logger.warning("database unavailable: %s", type(exc.orig).__name__)
+    return error_response(TransportError, "the database is unavailable; retry later")
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return problem_response(
+        500,
+        problem_type(LDPError),
+        "Internal server error",
+        "the aggregator failed to process the request; the error was logged",
+    )
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    """Answer every error of ``app`` with a problem document."""
+    app.add_exception_handler(LDPError, _on_ldp_error)
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, _on_http_exception)
+    app.add_exception_handler(OperationalError, _on_database_unavailable)
+    app.add_exception_handler(Exception, _on_unexpected)
+
+
+PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": Problem, "description": description}
+    for status, description in {
+        400: "Malformed request (body is not JSON)",
+        422: "Invalid request, configuration or query",
+        500: "Internal server error",
+    }.items()
+}
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for the given problem statuses (plus 400/422/500)."""
+    descriptions = {
+        401: "Missing or unknown bearer token",
+        403: "The token lacks the needed role",
+        404: "No collection of that name",
+        409: "Conflict (name taken, or too few reports to release)",
+        413: "Request body too large",
+        503: "Database unavailable",
+    }
+    out = dict(PROBLEM_RESPONSES)
+    for status in statuses:
+        out[status] = {"model": Problem, "description": descriptions.get(status, "Problem")}
+    return out

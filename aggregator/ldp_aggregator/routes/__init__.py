@@ -1,0 +1,1 @@
+"""HTTP routes: thin wrappers over the plain functions (docs/api.md is the contract)."""

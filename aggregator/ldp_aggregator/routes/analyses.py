@@ -1,0 +1,38 @@
+"""Analyses of a collection (analyst): frequency estimation."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from ldp_aggregator.auth import require_analyst
+from ldp_aggregator.deps import app_state
+from ldp_aggregator.frequencies import estimate_frequencies
+from ldp_aggregator.problems import problem_responses
+from ldp_shared.wire import FrequencyResult
+
+router = APIRouter(prefix="/v1/collections", tags=["analyses"])
+
+
+@router.get(
+    "/{name}/frequencies",
+    response_model=FrequencyResult,
+    dependencies=[Depends(require_analyst)],
+    responses=problem_responses(401, 404, 409),
+)
+def frequencies(
+    name: str,
+    request: Request,
+    attribute: Annotated[str, Query(description="the attribute to estimate")],
+    confidence: Annotated[
+        float, Query(description="confidence level of the intervals, in (0, 1)")
+    ] = 0.95,
+    postprocess: Annotated[
+        str, Query(description="none, norm-sub or simplex (the raw estimate is always included)")
+    ] = "none",
+) -> FrequencyResult:
+    """Unbiased frequencies with standard errors and confidence intervals, in O(d)."""
+    state = app_state(request)
+    collection = state.collections.get(name)
+    return estimate_frequencies(state.engine, collection, attribute, confidence, postprocess)

@@ -1,0 +1,131 @@
+"""Aggregator settings, read from ``LDPCOLLECT_*`` environment variables.
+
+Tokens: the server keeps only their SHA-256 digests (:class:`TokenDigests`), compares
+digests with :func:`hmac.compare_digest`, and a role whose token is not configured
+cannot be used at all. A deployment can also configure the digests directly
+(``LDPCOLLECT_ADMIN_TOKEN_SHA256``), so the plain token never reaches the server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Role = Literal["admin", "analyst"]
+ROLES: tuple[Role, ...] = ("admin", "analyst")
+
+DEFAULT_DATABASE_URL = "sqlite:///./ldpcollect.db"
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+_SHA256_HEX = r"^[0-9a-f]{64}$"
+
+
+def token_digest(token: str) -> str:
+    """Hex SHA-256 of a bearer token (what the server stores and compares)."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def generate_token() -> str:
+    """A fresh random bearer token (256 bits, URL-safe base64)."""
+    return secrets.token_urlsafe(32)
+
+
+class Settings(BaseSettings):
+    """Everything the aggregator reads from its environment."""
+
+    model_config = SettingsConfigDict(env_prefix="LDPCOLLECT_", extra="ignore", frozen=True)
+
+    database_url: str = Field(
+        default=DEFAULT_DATABASE_URL,
+        description="SQLAlchemy URL: sqlite:///path.db or postgresql+psycopg://user:pw@host/db",
+    )
+    admin_token: SecretStr | None = Field(default=None, description="bearer token of the admin")
+    analyst_token: SecretStr | None = Field(default=None, description="bearer token of the analyst")
+    admin_token_sha256: str | None = Field(
+        default=None, pattern=_SHA256_HEX, description="hex SHA-256 of the admin token"
+    )
+    analyst_token_sha256: str | None = Field(
+        default=None, pattern=_SHA256_HEX, description="hex SHA-256 of the analyst token"
+    )
+    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, gt=0)
+    migrate_on_startup: bool = Field(
+        default=True, description="run the Alembic migrations (upgrade head) at startup"
+    )
+
+    @field_validator("admin_token", "analyst_token", mode="after")
+    @classmethod
+    def _empty_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
+        return None if value is None or value.get_secret_value() == "" else value
+
+    def token_digests(self) -> TokenDigests:
+        """The SHA-256 digests of the configured tokens (a plain token wins over a digest)."""
+        return TokenDigests(
+            admin=_digest_of(self.admin_token, self.admin_token_sha256),
+            analyst=_digest_of(self.analyst_token, self.analyst_token_sha256),
+        )
+
+    def without_plain_tokens(self) -> Settings:
+        """A copy holding the tokens' digests only (what the running app keeps)."""
+        digests = self.token_digests()
+        return self.model_copy(
+            update={
+                "admin_token": None,
+                "analyst_token": None,
+                "admin_token_sha256": digests.admin,
+                "analyst_token_sha256": digests.analyst,
+            }
+        )
+
+    def with_generated_tokens(self) -> tuple[Settings, dict[Role, str]]:
+        """Fill in a random token for every role that has none.
+
+        Returns the new settings and the plain tokens that were generated (role to
+        token), so that ``ldpcollect serve`` can print them once.
+        """
+        generated: dict[Role, str] = {}
+        update: dict[str, SecretStr] = {}
+        digests = self.token_digests()
+        for role in ROLES:
+            if getattr(digests, role) is None:
+                token = generate_token()
+                generated[role] = token
+                update[f"{role}_token"] = SecretStr(token)
+        return self.model_copy(update=update), generated
+
+
+def _digest_of(token: SecretStr | None, digest: str | None) -> str | None:
+    if token is not None:
+        return token_digest(token.get_secret_value())
+    return digest
+
+
+@dataclass(frozen=True)
+class TokenDigests:
+    """SHA-256 digests (hex) of the role tokens; ``None`` means the role is disabled."""
+
+    admin: str | None
+    analyst: str | None
+
+    def role_of(self, token: str) -> Role | None:
+        """The role a presented token grants, comparing digests in constant time."""
+        presented = token_digest(token).encode("ascii")
+        admin = _matches(presented, self.admin)
+        analyst = _matches(presented, self.analyst)
+        if admin:
+            return "admin"
+        if analyst:
+            return "analyst"
+        return None
+
+
+def _matches(presented: bytes, digest: str | None) -> bool:
+    if digest is None:
+        # compare anyway so that an unset role costs the same time as a set one
+        hmac.compare_digest(presented, presented)
+        return False
+    return hmac.compare_digest(presented, digest.encode("ascii"))

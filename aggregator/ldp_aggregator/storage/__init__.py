@@ -1,0 +1,1 @@
+"""Persistence: tables, engine factory, migrations and the SQL of each use case."""

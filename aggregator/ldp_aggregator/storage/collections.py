@@ -1,0 +1,114 @@
+"""Creating and loading collections (immutable once created)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+
+from sqlalchemy import Connection, Engine, insert, select
+from sqlalchemy.exc import IntegrityError
+
+from ldp_aggregator.storage.stats import empty_stats_row
+from ldp_aggregator.storage.tables import collection_stats, collections
+from ldp_shared.collection import CollectionConfig
+from ldp_shared.errors import CollectionNotFoundError, ConflictError
+
+
+def utc_today() -> date:
+    """Today's date in UTC: the finest time the aggregator stores."""
+    return datetime.now(UTC).date()
+
+
+@dataclass(frozen=True)
+class StoredCollection:
+    """A collection as stored: its database id and its public config."""
+
+    id: int
+    config: CollectionConfig
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+
+def insert_collection(
+    engine: Engine, config: CollectionConfig, today: date | None = None
+) -> StoredCollection:
+    """Store a new collection and its empty statistics in one transaction.
+
+    Raises :class:`ConflictError` when a collection of that name exists already.
+    """
+    conflict = ConflictError(f"a collection named {config.name!r} exists already")
+    try:
+        with engine.begin() as connection:
+            if _find_id(connection, config.name) is not None:
+                raise conflict
+            result = connection.execute(
+                insert(collections).values(
+                    name=config.name,
+                    config_json=config.model_dump_json(),
+                    config_hash=config.config_hash,
+                    created_day=today or utc_today(),
+                )
+            )
+            key = result.inserted_primary_key
+            assert key is not None
+            collection_id = int(key[0])
+            connection.execute(
+                insert(collection_stats).values(
+                    **empty_stats_row(collection_id, config.stats_length)
+                )
+            )
+    except IntegrityError:
+        # another replica created the same name between our check and our insert
+        raise conflict from None
+    return StoredCollection(id=collection_id, config=config)
+
+
+def _find_id(connection: Connection, name: str) -> int | None:
+    found = connection.execute(
+        select(collections.c.id).where(collections.c.name == name)
+    ).scalar_one_or_none()
+    return None if found is None else int(found)
+
+
+def load_collection(engine: Engine, name: str) -> StoredCollection:
+    """The stored collection called ``name``; :class:`CollectionNotFoundError` if none."""
+    with engine.connect() as connection:
+        row = connection.execute(
+            select(collections.c.id, collections.c.config_json).where(collections.c.name == name)
+        ).one_or_none()
+    if row is None:
+        raise CollectionNotFoundError(f"no collection named {name!r}")
+    config = CollectionConfig.model_validate_json(row.config_json)
+    return StoredCollection(id=int(row.id), config=config)
+
+
+def list_collection_names(engine: Engine) -> list[str]:
+    """The names of all collections, sorted."""
+    with engine.connect() as connection:
+        return list(
+            connection.execute(select(collections.c.name).order_by(collections.c.name)).scalars()
+        )
+
+
+class CollectionCache:
+    """Loaded collections by name. Safe to cache: a collection never changes once created.
+
+    Only hits are cached, so a collection created through another replica is found
+    on its first use here.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._loaded: dict[str, StoredCollection] = {}
+
+    def get(self, name: str) -> StoredCollection:
+        found = self._loaded.get(name)
+        if found is None:
+            found = load_collection(self._engine, name)
+            self._loaded[name] = found
+        return found
+
+    def remember(self, collection: StoredCollection) -> None:
+        self._loaded[collection.name] = collection

@@ -1,0 +1,47 @@
+"""Engine factory: one code path for SQLite (embedded default) and PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import StaticPool
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        # WAL: readers never block the writer; FULL: an acknowledged commit survives
+        # a power cut; busy_timeout: concurrent writers wait for the lock instead of failing
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+    finally:
+        cursor.close()
+
+
+def make_engine(database_url: str, **kwargs: Any) -> Engine:
+    """A SQLAlchemy engine for ``database_url``, with the SQLite pragmas where they apply."""
+    url = make_url(database_url)
+    options: dict[str, Any] = {"pool_pre_ping": True}
+    if url.get_backend_name() == "sqlite":
+        # the pool hands connections to the request threads one at a time
+        options["connect_args"] = {"check_same_thread": False}
+        if url.database in (None, "", ":memory:"):
+            # an in-memory database lives in one connection: share it
+            options["poolclass"] = StaticPool
+    options.update(kwargs)
+    engine = create_engine(url, **options)
+    if url.get_backend_name() == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def ping(engine: Engine) -> None:
+    """Run ``SELECT 1``; raises when the database cannot be reached."""
+    with engine.connect() as connection:
+        connection.execute(text("SELECT 1"))

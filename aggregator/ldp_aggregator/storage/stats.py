@@ -1,0 +1,92 @@
+"""The sufficient statistics of a collection: ``n_reports`` and the per-value sums.
+
+The sums are kept as one little-endian int64 array of ``config.stats_length`` values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from sqlalchemy import Connection, select, update
+
+from ldp_aggregator.storage.tables import collection_stats
+
+SUMS_DTYPE = np.dtype("<i8")
+
+
+class CorruptStatisticsError(RuntimeError):
+    """The stored statistics do not fit the collection's config (should never happen)."""
+
+
+@dataclass(frozen=True)
+class Stats:
+    """``n`` reports and their per-value sums (``stats_length`` counters)."""
+
+    n_reports: int
+    sums: NDArray[np.int64]
+
+
+def encode_sums(sums: NDArray[np.int64]) -> bytes:
+    """The stored form of the sums: little-endian int64."""
+    return np.ascontiguousarray(sums, dtype=SUMS_DTYPE).tobytes()
+
+
+def decode_sums(blob: bytes, length: int) -> NDArray[np.int64]:
+    """Inverse of :func:`encode_sums`, checking the length."""
+    if len(blob) != length * SUMS_DTYPE.itemsize:
+        raise CorruptStatisticsError(
+            f"statistics hold {len(blob)} bytes, expected {length * SUMS_DTYPE.itemsize}"
+        )
+    return np.frombuffer(blob, dtype=SUMS_DTYPE).astype(np.int64)
+
+
+def empty_stats_row(collection_id: int, length: int) -> dict[str, object]:
+    """The statistics row of a collection without reports."""
+    return {
+        "collection_id": collection_id,
+        "n_reports": 0,
+        "sums": encode_sums(np.zeros(length, dtype=np.int64)),
+    }
+
+
+def lock_stats(connection: Connection, collection_id: int) -> None:
+    """Take the write lock on a collection's statistics with a no-op write.
+
+    On SQLite this acquires the database write lock before the transaction reads
+    anything; on PostgreSQL it locks the row until commit. Either way, concurrent
+    ingests of the same collection queue up here and cannot lose updates.
+    """
+    result = connection.execute(
+        update(collection_stats)
+        .where(collection_stats.c.collection_id == collection_id)
+        .values(n_reports=collection_stats.c.n_reports)
+    )
+    if result.rowcount != 1:
+        raise CorruptStatisticsError(f"collection {collection_id} has no statistics row")
+
+
+def read_stats(connection: Connection, collection_id: int, length: int) -> Stats:
+    """The current statistics of a collection."""
+    row = connection.execute(
+        select(collection_stats.c.n_reports, collection_stats.c.sums).where(
+            collection_stats.c.collection_id == collection_id
+        )
+    ).one_or_none()
+    if row is None:
+        raise CorruptStatisticsError(f"collection {collection_id} has no statistics row")
+    return Stats(n_reports=int(row.n_reports), sums=decode_sums(bytes(row.sums), length))
+
+
+def add_to_stats(
+    connection: Connection, collection_id: int, current: Stats, n_new: int, sums: NDArray[np.int64]
+) -> Stats:
+    """Write ``current`` plus ``n_new`` reports with ``sums`` (caller holds the lock)."""
+    updated = Stats(n_reports=current.n_reports + n_new, sums=current.sums + sums)
+    connection.execute(
+        update(collection_stats)
+        .where(collection_stats.c.collection_id == collection_id)
+        .values(n_reports=updated.n_reports, sums=encode_sums(updated.sums))
+    )
+    return updated

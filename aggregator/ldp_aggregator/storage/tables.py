@@ -1,0 +1,72 @@
+"""The database schema (SQLAlchemy Core). Alembic revisions must create exactly this.
+
+Nothing stored with a report can identify or order its sender: no IP address, user
+agent, or time finer than a day; the ``reports`` table is ``WITHOUT ROWID`` on SQLite
+so that no arrival order is kept either (rows are ordered by their random ids).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Date,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+)
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+collections = Table(
+    "collections",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(64), nullable=False, unique=True),
+    Column("config_json", Text, nullable=False),
+    Column("config_hash", String(64), nullable=False),
+    Column("created_day", Date, nullable=False),
+)
+
+collection_stats = Table(
+    "collection_stats",
+    metadata,
+    Column(
+        "collection_id",
+        Integer,
+        ForeignKey("collections.id", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    Column("n_reports", BigInteger, nullable=False),
+    # little-endian int64 array of length config.stats_length
+    Column("sums", LargeBinary, nullable=False),
+)
+
+reports = Table(
+    "reports",
+    metadata,
+    Column(
+        "collection_id",
+        Integer,
+        ForeignKey("collections.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("report_id", String(64), nullable=False),
+    Column("received_day", Date, nullable=False),
+    Column("bits", LargeBinary, nullable=False),
+    PrimaryKeyConstraint("collection_id", "report_id"),
+    sqlite_with_rowid=False,
+)
