@@ -145,7 +145,10 @@ def bernoulli_flat_positions(rate: float, size: int, rng: np.random.Generator) -
     while True:
         m = int(expected + 6.0 * math.sqrt(expected) + 64)
         u = 1.0 - rng.random(m)  # in (0, 1]
-        gaps = np.floor(np.log(u) / log_keep).astype(np.int64) + 1
+        # A gap of ``size`` or more lands past the end wherever it starts, so cap it there
+        # before the cast: for tiny rates the raw gap exceeds int64 (and the cumsum would
+        # overflow), which used to yield negative positions.
+        gaps = np.minimum(np.floor(np.log(u) / log_keep), float(size)).astype(np.int64) + 1
         positions = start + np.cumsum(gaps)
         inside = positions[positions < size]
         chunks.append(inside)
