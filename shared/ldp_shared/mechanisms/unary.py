@@ -22,6 +22,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ldp_shared.errors import ConfigurationError
 from ldp_shared.kernel import (
     FloatArray,
     FrequencyEstimate,
@@ -57,6 +58,10 @@ class UnaryEncoding:
     q: float = field(init=False)
 
     def __post_init__(self) -> None:
+        if self.variant not in ("sue", "oue"):
+            raise ConfigurationError(
+                f"unary encoding variant must be 'sue' or 'oue', got {self.variant!r}"
+            )
         object.__setattr__(self, "d", check_domain_size(self.d))
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         p, q = unary_probabilities(self.variant, self.epsilon)
