@@ -1,0 +1,48 @@
+"""ldp_client: the ldpcollect SDK.
+
+Records are encoded and perturbed on the device (:mod:`ldp_client.privatize`, pure);
+only the perturbed reports travel, through :class:`LDPClient` or
+:class:`AsyncLDPClient`. Depends on ``ldp_shared``, httpx, numpy and pydantic only.
+"""
+
+from ldp_client.async_client import AsyncLDPClient
+from ldp_client.batching import SubmitSummary
+from ldp_client.client import LDPClient
+from ldp_client.privatize import privatize, privatize_columns, privatize_many
+from ldp_client.retry import RetryPolicy
+from ldp_shared import __version__
+from ldp_shared.errors import (
+    AuthenticationError,
+    CollectionNotFoundError,
+    ConfigurationError,
+    ConflictError,
+    InsufficientReportsError,
+    InvalidQueryError,
+    InvalidRecordError,
+    LDPError,
+    PermissionDeniedError,
+    ReportRejectedError,
+    TransportError,
+)
+
+__all__ = [
+    "AsyncLDPClient",
+    "AuthenticationError",
+    "CollectionNotFoundError",
+    "ConfigurationError",
+    "ConflictError",
+    "InsufficientReportsError",
+    "InvalidQueryError",
+    "InvalidRecordError",
+    "LDPClient",
+    "LDPError",
+    "PermissionDeniedError",
+    "ReportRejectedError",
+    "RetryPolicy",
+    "SubmitSummary",
+    "TransportError",
+    "__version__",
+    "privatize",
+    "privatize_columns",
+    "privatize_many",
+]

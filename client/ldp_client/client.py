@@ -1,0 +1,237 @@
+"""The synchronous SDK client: fetch a collection's config, privatize locally, upload, query.
+
+Request building, answer interpretation and the retry decision live in
+:mod:`ldp_client.protocol`, :mod:`ldp_client.retry` and :mod:`ldp_client.batching`,
+shared with :class:`~ldp_client.async_client.AsyncLDPClient`; this module only does the
+I/O.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import httpx
+import numpy as np
+
+from ldp_client import privatize as _pure
+from ldp_client.batching import (
+    DEFAULT_BATCH_SIZE,
+    BatchPlan,
+    SubmitSummary,
+    check_batch_size,
+    rejection_error,
+    summarize,
+)
+from ldp_client.protocol import (
+    ApiCall,
+    Outcome,
+    PostProcess,
+    Success,
+    accept_config,
+    accept_created,
+    coerce_spec,
+    create_collection_call,
+    frequencies_call,
+    get_config_call,
+    interpret_exception,
+    interpret_response,
+    list_collections_call,
+    submit_reports_call,
+)
+from ldp_client.settings import Settings
+from ldp_shared.codec import Columns, Record
+from ldp_shared.collection import CollectionConfig
+from ldp_shared.errors import PayloadTooLargeError
+from ldp_shared.schema import CollectionSpec
+from ldp_shared.wire import BatchResult, FrequencyResult, Report
+
+__all__ = ["LDPClient"]
+
+T = TypeVar("T")
+
+
+class LDPClient:
+    """Talks to one aggregator over HTTP.
+
+    ``token`` is sent (as ``Authorization: Bearer``) only to the analyst and admin
+    routes; uploading reports and reading a config need none. A request is retried up to
+    ``retries`` times on connection failures, timeouts, HTTP 429 and 5xx, waiting
+    ``backoff · 2^attempt`` seconds (jittered). ``transport`` replaces the network (tests:
+    :class:`httpx.MockTransport`). ``rng`` is the perturbation's random source: leave it
+    ``None`` (a fresh cryptographically strong generator per call) outside simulations.
+
+    Every failure is an :class:`ldp_shared.errors.LDPError`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 10.0,
+        retries: int = 3,
+        backoff: float = 0.2,
+        transport: httpx.BaseTransport | None = None,
+        rng: np.random.Generator | None = None,
+    ) -> None:
+        self._settings = Settings.make(base_url, token, timeout, retries, backoff, rng)
+        self._http = httpx.Client(transport=transport, **self._settings.httpx_options())
+        self._configs: dict[str, CollectionConfig] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def base_url(self) -> str:
+        return self._settings.base_url
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"LDPClient({self.base_url!r})"
+
+    # ------------------------------------------------------------------ transport
+
+    def _call(self, call: ApiCall[T]) -> T:
+        policy = self._settings.policy
+        attempt = 0
+        while True:
+            request = call.build(self._http, self._settings.token)
+            outcome: Outcome[T]
+            try:
+                response = self._http.send(request)
+            except httpx.HTTPError as exc:
+                outcome = interpret_exception(call, request, exc)
+            else:
+                outcome = interpret_response(call, request, response)
+            if isinstance(outcome, Success):
+                return outcome.value
+            if not policy.should_retry(outcome.retryable, attempt):
+                if attempt:
+                    outcome.error.add_note(f"gave up after {attempt + 1} attempts")
+                raise outcome.error from outcome.cause
+            time.sleep(policy.delay(attempt, outcome.retry_after))
+            attempt += 1
+
+    # ------------------------------------------------------------------ collections
+
+    def get_config(self, name: str) -> CollectionConfig:
+        """The verified public config of collection ``name`` (fetched once, then cached).
+
+        The client rebuilds p, q, ε, layout and hash from the published spec and refuses
+        (:class:`~ldp_shared.errors.ConfigurationError`) a config that differs.
+        """
+        cached = self._configs.get(name)
+        if cached is None:
+            cached = accept_config(name, self._call(get_config_call(name)))
+            self._configs[name] = cached
+        return cached
+
+    def create_collection(self, spec: CollectionSpec | Mapping[str, Any]) -> CollectionConfig:
+        """Create a collection (admin token); returns its verified config."""
+        checked = coerce_spec(spec)
+        config = accept_created(checked, self._call(create_collection_call(checked)))
+        self._configs[checked.name] = config
+        return config
+
+    def list_collections(self) -> list[str]:
+        """The names of all collections (analyst token)."""
+        return self._call(list_collections_call())
+
+    def frequencies(
+        self,
+        name: str,
+        attribute: str,
+        *,
+        confidence: float = 0.95,
+        postprocess: PostProcess = "none",
+    ) -> FrequencyResult:
+        """Frequency estimates of one attribute, with standard errors (analyst token)."""
+        return self._call(frequencies_call(name, attribute, confidence, postprocess))
+
+    # ------------------------------------------------------------------ reports
+
+    def privatize(self, name: str, record: Record) -> Report:
+        """The perturbed report of one record (the config is fetched once; no upload)."""
+        return _pure.privatize(self.get_config(name), record, self._settings.rng)
+
+    def privatize_many(self, name: str, records: Iterable[Record]) -> list[Report]:
+        """Perturbed reports of many records, vectorised (no upload)."""
+        return _pure.privatize_many(self.get_config(name), records, self._settings.rng)
+
+    def privatize_columns(self, name: str, columns: Columns) -> list[Report]:
+        """Perturbed reports of columnar records (simulations; no upload)."""
+        return _pure.privatize_columns(self.get_config(name), columns, self._settings.rng)
+
+    def submit_reports(
+        self,
+        name: str,
+        reports: Sequence[Report],
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        progress: Callable[[int], None] | None = None,
+    ) -> BatchResult:
+        """Upload already perturbed reports in batches; the merged per-report outcomes.
+
+        Safe to call again with the same reports after a failure: their ids make every
+        resent report count once. Rejections are returned, not raised.
+        """
+        plan = BatchPlan(reports, batch_size)
+        while (batch := plan.next_batch()) is not None:
+            try:
+                result = self._call(submit_reports_call(name, batch))
+            except PayloadTooLargeError as error:
+                plan.too_large(batch, error)
+                continue
+            except BaseException as error:
+                plan.annotate(error)
+                raise
+            plan.record(batch, result)
+            if progress is not None:
+                progress(len(batch))
+        return plan.result()
+
+    def submit(
+        self,
+        name: str,
+        records: Iterable[Record],
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        progress: Callable[[int], None] | None = None,
+    ) -> SubmitSummary:
+        """Privatize every record locally, then upload the reports in batches.
+
+        Nothing is sent unless every record is valid
+        (:class:`~ldp_shared.errors.InvalidRecordError`). ``progress`` is called after
+        each batch with the number of reports it held (``progress=bar.update`` works).
+        If the aggregator rejects any report, :class:`~ldp_shared.errors.ReportRejectedError`
+        (with ``.rejected``, id → reason) is raised once all batches were sent.
+
+        Calling ``submit`` again with the same records after a failure makes new reports
+        and spends their ε again; to resume, use :meth:`privatize_many` once and
+        :meth:`submit_reports` as often as needed.
+        """
+        check_batch_size(batch_size)
+        reports = self.privatize_many(name, records)
+        summary = summarize(
+            self.submit_reports(name, reports, batch_size=batch_size, progress=progress)
+        )
+        error = rejection_error(summary)
+        if error is not None:
+            raise error
+        return summary

@@ -1,0 +1,83 @@
+"""Records to reports: the local randomizer of the SDK (pure, no I/O).
+
+Everything here runs on the device. A raw record goes in, a :class:`~ldp_shared.wire.Report`
+comes out: a fresh random id, the hash of the config it was made for, and the packed
+perturbed bits (base64). The raw values are encoded and perturbed inside
+:class:`ldp_shared.codec.Privatizer` and never stored, logged or returned.
+
+Records are validated before anything is perturbed: a value outside its domain, a
+missing or unknown attribute raises :class:`~ldp_shared.errors.InvalidRecordError` and
+no report is produced for any record of the call.
+
+The functions trust the config they are given. A config fetched from an aggregator
+must be checked with :func:`ldp_shared.collection.verify_config` first (the clients in
+this package do so), so a server cannot publish weaker noise than its stated ε.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldp_shared.codec import Columns, Privatizer, Record
+from ldp_shared.collection import CollectionConfig
+from ldp_shared.errors import InvalidRecordError, InvalidReportError
+from ldp_shared.wire import Report, encode_bits, new_report_id
+
+__all__ = ["privatize", "privatize_columns", "privatize_many", "reports_from_packed"]
+
+
+def privatize(
+    config: CollectionConfig, record: Record, rng: np.random.Generator | None = None
+) -> Report:
+    """The perturbed report of one record.
+
+    ``rng`` defaults to a fresh cryptographically strong generator
+    (:func:`ldp_shared.rand.secure_rng`); pass a seeded one only in tests and simulations.
+    """
+    if not isinstance(record, Mapping):
+        raise InvalidRecordError("a record must be a mapping of attribute name to value")
+    return privatize_many(config, [record], rng)[0]
+
+
+def privatize_many(
+    config: CollectionConfig, records: Iterable[Record], rng: np.random.Generator | None = None
+) -> list[Report]:
+    """One perturbed report per record, in order, each with a fresh random id (vectorised)."""
+    if isinstance(records, Mapping | str | bytes):
+        raise InvalidRecordError(
+            "privatize_many takes a sequence of records (mappings); use privatize for one record"
+        )
+    packed = Privatizer(config).privatize_many(list(records), rng)
+    return reports_from_packed(config, packed)
+
+
+def privatize_columns(
+    config: CollectionConfig, columns: Columns, rng: np.random.Generator | None = None
+) -> list[Report]:
+    """Reports for columnar records: one sequence (or array) of values per attribute.
+
+    The fast path for simulations: ``{"browser": array_of_n_values, ...}`` is perturbed
+    without building one mapping per record.
+    """
+    if not isinstance(columns, Mapping):
+        raise InvalidRecordError("columns must be a mapping of attribute name to values")
+    packed = Privatizer(config).privatize_columns(columns, rng)
+    return reports_from_packed(config, packed)
+
+
+def reports_from_packed(config: CollectionConfig, packed: NDArray[Any]) -> list[Report]:
+    """Wrap an ``n × report_bytes`` uint8 matrix of perturbed reports into :class:`Report`s."""
+    matrix = np.asarray(packed, dtype=np.uint8)
+    if matrix.ndim != 2 or matrix.shape[1] != config.report_bytes:
+        raise InvalidReportError(
+            f"packed reports must be an n × {config.report_bytes} byte matrix,"
+            f" got shape {matrix.shape}"
+        )
+    return [
+        Report(id=new_report_id(), config_hash=config.config_hash, bits=encode_bits(row.tobytes()))
+        for row in matrix
+    ]

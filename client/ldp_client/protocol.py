@@ -1,0 +1,400 @@
+"""The REST contract seen from the client, without I/O (shared by the sync and async clients).
+
+* Endpoint builders (:func:`get_config_call`, :func:`submit_reports_call`, ...) describe
+  one exchange as an :class:`ApiCall`: method, path, query, body, whether it needs the
+  token, whether it may be repeated, and how to parse a successful answer.
+* :func:`interpret_response` and :func:`interpret_exception` turn what came back into a
+  :class:`Success` or a :class:`Failure` carrying the typed ``ldp_shared.errors``
+  exception to raise and whether another attempt may help.
+
+The clients only send the request, sleep and loop (see :mod:`ldp_client.retry`).
+
+Error mapping: an RFC 9457 problem document becomes the class that
+:func:`~ldp_shared.errors.error_class_for_type` names for its ``type``, with the
+server's ``detail`` as the message. Any other error answer is mapped by its HTTP
+status. Connection failures and unreadable answers become
+:class:`~ldp_shared.errors.TransportError` whose message names the URL.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from ldp_client.retry import parse_retry_after
+from ldp_shared.collection import FORMAT_VERSION, CollectionConfig, verify_config
+from ldp_shared.errors import (
+    AuthenticationError,
+    CollectionNotFoundError,
+    ConfigurationError,
+    ConflictError,
+    InvalidQueryError,
+    InvalidRequestError,
+    LDPError,
+    MalformedRequestError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    TransportError,
+    error_class_for_type,
+    problem_type,
+)
+from ldp_shared.schema import COLLECTION_NAME_PATTERN, CollectionSpec
+from ldp_shared.wire import BatchResult, FrequencyResult, Report, ReportBatch
+
+__all__ = [
+    "ApiCall",
+    "Failure",
+    "Outcome",
+    "PostProcess",
+    "Success",
+    "accept_config",
+    "accept_created",
+    "coerce_spec",
+    "collection_path",
+    "create_collection_call",
+    "error_from_response",
+    "frequencies_call",
+    "get_config_call",
+    "interpret_exception",
+    "interpret_response",
+    "list_collections_call",
+    "submit_reports_call",
+]
+
+T = TypeVar("T")
+
+PostProcess = Literal["none", "norm-sub", "simplex"]
+
+JSON = "application/json"
+PROBLEM_JSON = "application/problem+json"
+
+_COLLECTION_NAME = re.compile(COLLECTION_NAME_PATTERN)
+
+# Error answers that are not problem documents (a proxy's page, a wrong base_url, ...).
+_STATUS_FALLBACK: dict[int, type[LDPError]] = {
+    400: MalformedRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    413: PayloadTooLargeError,
+    422: InvalidRequestError,
+}
+
+# Failures after which a non-idempotent request surely never reached the application.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+_RETRYABLE_EXCEPTIONS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+
+_BODY_EXCERPT = 200
+
+
+@dataclass(frozen=True)
+class ApiCall(Generic[T]):
+    """One REST exchange, described without doing it."""
+
+    method: Literal["GET", "POST"]
+    path: str
+    parse: Callable[[bytes], T]
+    params: Mapping[str, str] | None = None
+    body: bytes | None = None
+    auth: bool = False
+    idempotent: bool = True
+
+    def build(self, http: httpx.Client | httpx.AsyncClient, token: str | None) -> httpx.Request:
+        """The httpx request (built afresh for every attempt, with the same body)."""
+        headers = {"Accept": f"{JSON}, {PROBLEM_JSON}"}
+        if self.body is not None:
+            headers["Content-Type"] = JSON
+        if self.auth and token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        return http.build_request(
+            self.method,
+            self.path,
+            params=dict(self.params) if self.params else None,
+            content=self.body,
+            headers=headers,
+        )
+
+
+@dataclass(frozen=True)
+class Success(Generic[T]):
+    """A parsed successful answer."""
+
+    value: T
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed attempt: the error to raise, and whether another attempt may succeed."""
+
+    error: LDPError
+    retryable: bool
+    retry_after: float | None = None
+    cause: BaseException | None = None
+
+
+Outcome: TypeAlias = Success[T] | Failure
+
+
+# --------------------------------------------------------------------------- endpoints
+
+
+def collection_path(name: str) -> str:
+    """``/v1/collections/{name}``; a name no collection can have is refused locally."""
+    if not isinstance(name, str) or _COLLECTION_NAME.fullmatch(name) is None:
+        raise CollectionNotFoundError(
+            f"no collection can be named {name!r} (names match {COLLECTION_NAME_PATTERN})"
+        )
+    return f"/v1/collections/{quote(name, safe='')}"
+
+
+def get_config_call(name: str) -> ApiCall[CollectionConfig]:
+    """``GET /v1/collections/{name}``: the public config (check it with :func:`accept_config`)."""
+    return ApiCall("GET", collection_path(name), CollectionConfig.model_validate_json)
+
+
+class _CollectionList(BaseModel):
+    collections: list[str]
+
+
+def _parse_collection_list(content: bytes) -> list[str]:
+    return _CollectionList.model_validate_json(content).collections
+
+
+def list_collections_call() -> ApiCall[list[str]]:
+    """``GET /v1/collections`` (analyst): the collections' names."""
+    return ApiCall("GET", "/v1/collections", _parse_collection_list, auth=True)
+
+
+def create_collection_call(spec: CollectionSpec) -> ApiCall[CollectionConfig]:
+    """``POST /v1/collections`` (admin).
+
+    Not idempotent (a repeat after a lost answer would be a conflict), so it is repeated
+    only after failures that prove the request never reached the application.
+    """
+    return ApiCall(
+        "POST",
+        "/v1/collections",
+        CollectionConfig.model_validate_json,
+        body=spec.model_dump_json().encode("utf-8"),
+        auth=True,
+        idempotent=False,
+    )
+
+
+def _batch_parser(ids: list[str]) -> Callable[[bytes], BatchResult]:
+    def parse(content: bytes) -> BatchResult:
+        result = BatchResult.model_validate_json(content)
+        answered = [outcome.id for outcome in result.outcomes]
+        counts = (result.accepted, result.duplicate, result.rejected)
+        statuses = [outcome.status for outcome in result.outcomes]
+        expected = tuple(statuses.count(s) for s in ("accepted", "duplicate", "rejected"))
+        if answered != ids or counts != expected:
+            raise TransportError(
+                "the aggregator's batch result does not match the batch that was sent"
+            )
+        return result
+
+    return parse
+
+
+def submit_reports_call(name: str, reports: Sequence[Report]) -> ApiCall[BatchResult]:
+    """``POST /v1/collections/{name}/reports`` with one batch.
+
+    Idempotent: the body, and so every report id, is fixed once, and the aggregator
+    counts a repeated id once.
+    """
+    batch = ReportBatch(reports=list(reports))
+    return ApiCall(
+        "POST",
+        collection_path(name) + "/reports",
+        _batch_parser([report.id for report in batch.reports]),
+        body=batch.model_dump_json().encode("utf-8"),
+    )
+
+
+def frequencies_call(
+    name: str, attribute: str, confidence: float, postprocess: PostProcess
+) -> ApiCall[FrequencyResult]:
+    """``GET /v1/collections/{name}/frequencies`` (analyst)."""
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        raise InvalidQueryError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    params = {"attribute": attribute, "confidence": repr(float(confidence))}
+    params["postprocess"] = postprocess
+    return ApiCall(
+        "GET",
+        collection_path(name) + "/frequencies",
+        FrequencyResult.model_validate_json,
+        params=params,
+        auth=True,
+    )
+
+
+# ------------------------------------------------------------------ configs and specs
+
+
+def _validation_message(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        loc = ".".join(str(part) for part in item["loc"])
+        parts.append(f"{loc}: {item['msg']}" if loc else str(item["msg"]))
+    return "; ".join(parts)
+
+
+def coerce_spec(spec: CollectionSpec | Mapping[str, Any]) -> CollectionSpec:
+    """A validated spec; :class:`ConfigurationError` (before any request) if it is invalid."""
+    if isinstance(spec, CollectionSpec):
+        return spec
+    if not isinstance(spec, Mapping):
+        raise ConfigurationError("a collection spec must be a CollectionSpec or a mapping")
+    try:
+        return CollectionSpec.model_validate(dict(spec))
+    except ValidationError as error:
+        raise ConfigurationError(f"invalid collection spec: {_validation_message(error)}") from None
+
+
+def accept_created(spec: CollectionSpec, config: CollectionConfig) -> CollectionConfig:
+    """Check the config a create answered with: verified, and made from the spec sent."""
+    checked = accept_config(spec.name, config)
+    if checked.spec != spec:
+        raise ConfigurationError(
+            f"collection {spec.name!r}: the aggregator created it from another spec than the"
+            " one sent"
+        )
+    return checked
+
+
+def accept_config(name: str, config: CollectionConfig) -> CollectionConfig:
+    """Check a published config before perturbing anything with it.
+
+    The config must be the one of collection ``name``, of a format this SDK knows, and
+    exactly what its spec implies (:func:`~ldp_shared.collection.verify_config`: p, q,
+    ε, layout and hash are derived here, not taken from the server). Returns the
+    locally rebuilt config; :class:`ConfigurationError` otherwise.
+    """
+    if config.name != name:
+        raise ConfigurationError(
+            f"asked for collection {name!r}, the aggregator sent the config of {config.name!r}"
+        )
+    if config.format_version != FORMAT_VERSION:
+        raise ConfigurationError(
+            f"collection {name!r} uses config format {config.format_version}; this SDK "
+            f"understands format {FORMAT_VERSION} (upgrade ldpcollect)"
+        )
+    try:
+        return verify_config(config)
+    except LDPError:
+        raise
+    except (ValueError, AssertionError) as error:
+        raise ConfigurationError(
+            f"collection {name!r}: the published config cannot be rebuilt: {error}"
+        ) from None
+
+
+# --------------------------------------------------------------------- interpreting
+
+
+def _where(request: httpx.Request) -> str:
+    return f"{request.method} {request.url}"
+
+
+def _excerpt(response: httpx.Response) -> str:
+    text = response.content[:_BODY_EXCERPT].decode("utf-8", errors="replace")
+    return text + ("…" if len(response.content) > _BODY_EXCERPT else "")
+
+
+def _problem_document(response: httpx.Response) -> dict[str, Any] | None:
+    content_type = response.headers.get("content-type", "")
+    if "json" not in content_type:
+        return None
+    try:
+        document = response.json()
+    except ValueError:
+        return None
+    if isinstance(document, dict) and isinstance(document.get("type"), str):
+        return document
+    return None
+
+
+def error_from_response(request: httpx.Request, response: httpx.Response) -> LDPError:
+    """The typed error of an error answer (problem document or bare status)."""
+    status = response.status_code
+    problem = _problem_document(response)
+    fallback = _STATUS_FALLBACK.get(status, TransportError)
+    if problem is None:
+        return fallback(
+            f"{_where(request)} answered HTTP {status} without a problem document:"
+            f" {_excerpt(response)!r}"
+        )
+    cls = error_class_for_type(problem["type"])
+    if cls is LDPError and problem["type"] != problem_type(LDPError):
+        cls = fallback  # "about:blank" or a type this SDK does not know
+    detail = problem.get("detail") or problem.get("title") or f"HTTP {status}"
+    error = cls(str(detail))
+    error.add_note(f"{_where(request)} answered HTTP {status} ({problem['type']})")
+    for item in problem.get("errors") or []:
+        if isinstance(item, dict):
+            error.add_note(f"  {item.get('loc')}: {item.get('msg')}")
+    return error
+
+
+def _retryable_status(status: int, idempotent: bool) -> bool:
+    if idempotent:
+        return status == 429 or 500 <= status <= 599
+    # A non-idempotent request is repeated only when the server says it did not act.
+    return status in (429, 503)
+
+
+def interpret_response(
+    call: ApiCall[T], request: httpx.Request, response: httpx.Response
+) -> Outcome[T]:
+    """A parsed 2xx answer, or the failure an error answer stands for."""
+    status = response.status_code
+    if 200 <= status <= 299:
+        try:
+            return Success(call.parse(response.content))
+        except LDPError as error:
+            error.add_note(f"{_where(request)} answered HTTP {status}")
+            return Failure(error, retryable=False)
+        except (ValidationError, ValueError) as error:
+            return Failure(
+                TransportError(
+                    f"{_where(request)} answered HTTP {status} with an unreadable body:"
+                    f" {_excerpt(response)!r}"
+                ),
+                retryable=False,
+                cause=error,
+            )
+    if 300 <= status <= 399:
+        return Failure(
+            TransportError(
+                f"{_where(request)} answered a redirect (HTTP {status}) to"
+                f" {response.headers.get('location')!r}; use the final URL as base_url"
+            ),
+            retryable=False,
+        )
+    return Failure(
+        error_from_response(request, response),
+        retryable=_retryable_status(status, call.idempotent),
+        retry_after=parse_retry_after(response.headers.get("retry-after")),
+    )
+
+
+def interpret_exception(
+    call: ApiCall[Any], request: httpx.Request, exc: httpx.HTTPError
+) -> Failure:
+    """The failure an httpx exception (no answer at all) stands for."""
+    if call.idempotent:
+        retryable = isinstance(exc, _RETRYABLE_EXCEPTIONS)
+    else:
+        retryable = isinstance(exc, _NOT_SENT)
+    kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
+    error = TransportError(f"{_where(request)} {kind}: {type(exc).__name__}: {exc}")
+    return Failure(error, retryable=retryable, cause=exc)
