@@ -41,10 +41,15 @@ def unary_probabilities(variant: UnaryVariant, epsilon: float) -> tuple[float, f
     """``(p, q)`` of SUE or OUE at ``epsilon`` (``math.inf`` gives the noiseless limit)."""
     if variant == "sue":
         # p = e^(ε/2)/(e^(ε/2)+1) written as a logistic to stay exact for large ε
-        q = 0.0 if math.isinf(epsilon) else 1.0 / (math.exp(epsilon / 2.0) + 1.0)
+        q = _inverse_exp_plus_one(epsilon / 2.0)
         return 1.0 - q, q
-    q = 0.0 if math.isinf(epsilon) else 1.0 / (math.exp(epsilon) + 1.0)
-    return 0.5, q
+    return 0.5, _inverse_exp_plus_one(epsilon)
+
+
+def _inverse_exp_plus_one(x: float) -> float:
+    """``1/(e^x + 1)`` as ``e^-x/(1 + e^-x)``: no overflow for large ``x``, 0 at infinity."""
+    tail = math.exp(-x)
+    return tail / (1.0 + tail)
 
 
 @dataclass(frozen=True)
