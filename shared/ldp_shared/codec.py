@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldp_shared.collection import AttributeConfig, CollectionConfig, mechanisms_of
-from ldp_shared.errors import InvalidRecordError
+from ldp_shared.errors import InvalidRecordError, InvalidReportError
 from ldp_shared.mechanisms import GeneralizedRandomizedResponse, Mask, UnaryEncoding
 from ldp_shared.rand import resolve_rng
 
@@ -171,8 +171,20 @@ def decode_reports(config: CollectionConfig, reports: NDArray[np.uint8]) -> Deco
 
     A report is invalid when an index segment holds a value outside the domain or a bits
     segment has a padding bit set. ``sums`` counts the valid reports only.
+
+    ``reports`` is an ``n × report_bytes`` matrix, or the ``n·report_bytes`` bytes of
+    the reports one after the other; any other shape raises :class:`InvalidReportError`
+    (rather than being read as reports of another length).
     """
-    matrix = np.asarray(reports, dtype=np.uint8).reshape(-1, config.report_bytes)
+    raw = np.asarray(reports, dtype=np.uint8)
+    width = config.report_bytes
+    matrix_fits = raw.ndim == 2 and raw.shape[1] == width
+    flat_fits = raw.ndim == 1 and raw.size % width == 0
+    if not (matrix_fits or flat_fits):
+        raise InvalidReportError(
+            f"reports must be an n x {width} byte matrix or n*{width} bytes, got shape {raw.shape}"
+        )
+    matrix = raw.reshape(-1, width)
     n = matrix.shape[0]
     valid = np.ones(n, dtype=bool)
     reasons: list[str | None] = [None] * n
