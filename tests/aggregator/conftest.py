@@ -1,0 +1,139 @@
+"""Fixtures of the aggregator tests: an app on a fresh SQLite file, tokens, report makers."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import Engine
+
+from ldp_aggregator.app import create_app
+from ldp_aggregator.deps import AppState
+from ldp_aggregator.settings import Settings
+from ldp_aggregator.storage.collections import load_collection
+from ldp_aggregator.storage.reports import count_reports
+from ldp_aggregator.storage.stats import read_stats
+from ldp_shared.codec import Privatizer
+from ldp_shared.collection import CollectionConfig
+from ldp_shared.rand import seeded_rng
+from ldp_shared.wire import encode_bits, new_report_id
+
+with warnings.catch_warnings():
+    # starlette suggests httpx2 for its TestClient; httpx is what this project ships
+    warnings.filterwarnings("ignore", message=".*httpx2.*")
+    from fastapi.testclient import TestClient
+
+ADMIN_TOKEN = "admin-token-for-tests-0123456789"
+ANALYST_TOKEN = "analyst-token-for-tests-0123456789"
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+ANALYST = {"Authorization": f"Bearer {ANALYST_TOKEN}"}
+
+COLORS = ["red", "green", "blue", "yellow"]
+AGES = ["<30", "30-60", ">60"]
+ITEMS = ["bread", "milk", "eggs", "beer", "tea"]
+
+
+def spec_payload(name: str = "survey", min_reports: int = 20, **changes: Any) -> dict[str, Any]:
+    """A JSON collection spec with an OUE, a GRR and a MASK attribute."""
+    payload: dict[str, Any] = {
+        "name": name,
+        "epsilon": 2.0,
+        "attributes": [
+            {"name": "color", "domain": COLORS, "mechanism": "oue"},
+            {"name": "age", "domain": AGES, "mechanism": "grr"},
+            {"name": "basket", "domain": ITEMS, "mechanism": "mask", "keep_probability": 0.8},
+        ],
+        "release": {"min_reports": min_reports},
+    }
+    payload.update(changes)
+    return payload
+
+
+def make_records(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    gen = np.random.default_rng(seed)
+    colors = gen.choice(len(COLORS), size=n, p=[0.5, 0.3, 0.15, 0.05])
+    ages = gen.choice(len(AGES), size=n, p=[0.2, 0.5, 0.3])
+    return [
+        {
+            "color": COLORS[int(c)],
+            "age": AGES[int(a)],
+            "basket": [item for item in ITEMS if gen.random() < 0.4],
+        }
+        for c, a in zip(colors, ages, strict=True)
+    ]
+
+
+def packed_reports(config: CollectionConfig, n: int, seed: int = 0) -> np.ndarray[Any, Any]:
+    """``n`` packed perturbed reports (``n × report_bytes``), reproducible."""
+    return Privatizer(config).privatize_many(make_records(n, seed), rng=seeded_rng(seed))
+
+
+def report_dicts(
+    config: CollectionConfig, packed: Sequence[Any] | np.ndarray[Any, Any]
+) -> list[dict[str, str]]:
+    """Wire reports (fresh ids) for packed rows."""
+    return [
+        {
+            "id": new_report_id(),
+            "config_hash": config.config_hash,
+            "bits": encode_bits(bytes(np.asarray(row, dtype=np.uint8).tobytes())),
+        }
+        for row in packed
+    ]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a collection holds: n_reports, stored rows and the sums."""
+
+    n_reports: int
+    rows: int
+    sums: tuple[int, ...]
+
+
+def snapshot(engine: Engine, name: str) -> Snapshot:
+    collection = load_collection(engine, name)
+    with engine.connect() as connection:
+        stats = read_stats(connection, collection.id, collection.config.stats_length)
+        rows = count_reports(connection, collection.id)
+    return Snapshot(stats.n_reports, rows, tuple(int(v) for v in stats.sums))
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(
+        database_url=f"sqlite:///{tmp_path / 'ldp.db'}",
+        admin_token=ADMIN_TOKEN,
+        analyst_token=ANALYST_TOKEN,
+        max_body_bytes=1_000_000,
+    )
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings), raise_server_exceptions=False) as test_client:
+        yield test_client
+
+
+def state_of(client: TestClient) -> AppState:
+    state = client.app.state.ldp  # type: ignore[attr-defined]
+    assert isinstance(state, AppState)
+    return state
+
+
+@pytest.fixture
+def engine(client: TestClient) -> Engine:
+    return state_of(client).engine
+
+
+@pytest.fixture
+def config(client: TestClient) -> CollectionConfig:
+    """The config of the collection ``survey``, created through the API."""
+    response = client.post("/v1/collections", json=spec_payload(), headers=ADMIN)
+    assert response.status_code == 201, response.text
+    return CollectionConfig.model_validate(response.json())

@@ -1,0 +1,118 @@
+"""Health, readiness, metrics, problem documents for every failure, OpenAPI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from ldp_aggregator.app import create_app
+from ldp_aggregator.settings import Settings
+from ldp_shared.collection import CollectionConfig
+
+from .conftest import packed_reports, report_dicts, spec_payload, state_of
+from .test_api_collections import slug
+
+
+def test_healthz(client: TestClient) -> None:
+    response = client.get("/healthz")
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
+
+
+def test_readyz(client: TestClient) -> None:
+    response = client.get("/readyz")
+    assert response.status_code == 200 and response.json() == {"status": "ready"}
+
+
+def test_readyz_when_the_database_is_unreachable(tmp_path: Path) -> None:
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'missing-dir' / 'x.db'}", migrate_on_startup=False
+    )
+    with TestClient(create_app(settings)) as down:
+        assert down.get("/healthz").status_code == 200
+        response = down.get("/readyz")
+        assert response.status_code == 503 and slug(response) == "transport"
+        # any route that needs the database answers 503 as well, not a bare 500
+        failing = down.get("/v1/collections/anything")
+        assert failing.status_code == 503 and slug(failing) == "transport"
+
+
+def test_metrics(client: TestClient, config: CollectionConfig) -> None:
+    items = report_dicts(config, packed_reports(config, 6))
+    items[0] = {**items[0], "bits": "!"}
+    client.post("/v1/collections/survey/reports", json={"reports": items})
+    client.post("/v1/collections/survey/reports", json={"reports": items[1:3]})
+    client.get("/no/such/path")
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    text = response.text
+    assert 'ldpcollect_reports_total{status="accepted"} 5' in text
+    assert 'ldpcollect_reports_total{status="duplicate"} 2' in text
+    assert 'ldpcollect_reports_total{status="rejected"} 1' in text
+    assert "ldpcollect_report_batches_total 2" in text
+    route = 'route="/v1/collections/{name}/reports"'
+    assert f'ldpcollect_http_requests_total{{method="POST",{route},status="200"}} 2' in text
+    assert 'route="unmatched",status="404"' in text
+    assert 'route="/v1/collections",status="201"' in text
+    for line in text.splitlines():
+        assert line.startswith("#") or line.rsplit(" ", 1)[1].isdigit()
+    assert state_of(client).metrics.reports("accepted") == 5
+
+
+def test_unknown_route_and_method_are_problems(client: TestClient) -> None:
+    missing = client.get("/v2/whatever")
+    assert missing.status_code == 404 and slug(missing) == "not-found"
+    wrong = client.delete("/v1/collections")
+    assert wrong.status_code == 405
+    assert wrong.headers["content-type"] == "application/problem+json"
+    assert wrong.json()["type"] == "about:blank" and wrong.json()["status"] == 405
+    assert "allow" in wrong.headers
+
+
+def test_an_unexpected_error_is_a_500_that_leaks_nothing(client: TestClient) -> None:
+    def explode() -> None:
+        raise RuntimeError("secret internals: password=hunter2")
+
+    client.app.add_api_route("/boom", explode)  # type: ignore[attr-defined]
+    response = client.get("/boom")
+    assert response.status_code == 500
+    assert slug(response) == "error"
+    assert "hunter2" not in response.text and "RuntimeError" not in response.text
+
+
+def test_openapi_and_docs(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    paths = schema["paths"]
+    assert {
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/v1/collections",
+        "/v1/collections/{name}",
+        "/v1/collections/{name}/reports",
+        "/v1/collections/{name}/frequencies",
+    } <= set(paths)
+    components = schema["components"]["schemas"]
+    assert {"CollectionSpec", "CollectionConfig", "ReportBatch", "BatchResult"} <= set(components)
+    assert {"FrequencyResult", "Problem"} <= set(components)
+    assert "HTTPBearer" in schema["components"]["securitySchemes"]
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "swagger" in docs.text.lower()
+
+
+def test_apps_share_nothing(tmp_path: Path) -> None:
+    first = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'a.db'}", admin_token="one"))
+    second = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'b.db'}", admin_token="two"))
+    with TestClient(first) as a, TestClient(second) as b:
+        created = a.post(
+            "/v1/collections", json=spec_payload(), headers={"Authorization": "Bearer one"}
+        )
+        assert created.status_code == 201
+        assert b.get("/v1/collections/survey").status_code == 404
+        assert (
+            b.post(
+                "/v1/collections", json=spec_payload(), headers={"Authorization": "Bearer one"}
+            ).status_code
+            == 401
+        )

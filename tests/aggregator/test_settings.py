@@ -1,0 +1,80 @@
+"""Settings: environment prefix, token digests, disabled roles, generated tokens."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from pydantic import ValidationError
+
+from ldp_aggregator.settings import (
+    DEFAULT_DATABASE_URL,
+    DEFAULT_MAX_BODY_BYTES,
+    Settings,
+    TokenDigests,
+    token_digest,
+)
+
+
+def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("DATABASE_URL", "ADMIN_TOKEN", "ANALYST_TOKEN", "MAX_BODY_BYTES"):
+        monkeypatch.delenv(f"LDPCOLLECT_{name}", raising=False)
+    settings = Settings()
+    assert settings.database_url == DEFAULT_DATABASE_URL == "sqlite:///./ldpcollect.db"
+    assert settings.max_body_bytes == DEFAULT_MAX_BODY_BYTES == 16 * 1024 * 1024
+    assert settings.token_digests() == TokenDigests(admin=None, analyst=None)
+
+
+def test_reads_prefixed_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LDPCOLLECT_DATABASE_URL", "sqlite:////tmp/x.db")
+    monkeypatch.setenv("LDPCOLLECT_ADMIN_TOKEN", "s3cret")
+    monkeypatch.setenv("LDPCOLLECT_MAX_BODY_BYTES", "1234")
+    settings = Settings()
+    assert settings.database_url == "sqlite:////tmp/x.db"
+    assert settings.max_body_bytes == 1234
+    assert settings.token_digests().admin == hashlib.sha256(b"s3cret").hexdigest()
+    assert "s3cret" not in repr(settings)
+
+
+def test_only_digests_are_kept() -> None:
+    settings = Settings(admin_token="a-token", analyst_token="b-token")
+    kept = settings.without_plain_tokens()
+    assert kept.admin_token is None and kept.analyst_token is None
+    assert kept.token_digests() == settings.token_digests()
+    assert "a-token" not in kept.model_dump_json()
+
+
+def test_empty_token_disables_the_role() -> None:
+    assert Settings(admin_token="").token_digests().admin is None
+
+
+def test_digest_can_be_configured_instead_of_the_token() -> None:
+    digests = Settings(analyst_token_sha256=token_digest("xyz")).token_digests()
+    assert digests.role_of("xyz") == "analyst"
+    with pytest.raises(ValidationError):
+        Settings(admin_token_sha256="not-a-digest")
+
+
+def test_role_of() -> None:
+    digests = TokenDigests(admin=token_digest("adm"), analyst=token_digest("ana"))
+    assert digests.role_of("adm") == "admin"
+    assert digests.role_of("ana") == "analyst"
+    assert digests.role_of("other") is None
+    assert TokenDigests(admin=None, analyst=None).role_of("") is None
+
+
+def test_with_generated_tokens_fills_missing_roles_only() -> None:
+    settings, generated = Settings(admin_token="mine").with_generated_tokens()
+    assert set(generated) == {"analyst"}
+    digests = settings.token_digests()
+    assert digests.role_of("mine") == "admin"
+    assert digests.role_of(generated["analyst"]) == "analyst"
+    assert len(generated["analyst"]) >= 40
+
+    _, none_generated = settings.with_generated_tokens()
+    assert none_generated == {}
+
+
+def test_body_limit_must_be_positive() -> None:
+    with pytest.raises(ValidationError):
+        Settings(max_body_bytes=0)

@@ -1,0 +1,92 @@
+"""Schema, engine pragmas, migrations and the statistics blob."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, inspect, text
+
+from ldp_aggregator.storage.engine import make_engine
+from ldp_aggregator.storage.migrate import current_revision, head_revision, upgrade
+from ldp_aggregator.storage.stats import (
+    CorruptStatisticsError,
+    decode_sums,
+    encode_sums,
+)
+from ldp_aggregator.storage.tables import metadata
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Iterator[Engine]:
+    engine = make_engine(f"sqlite:///{tmp_path / 'fresh.db'}")
+    yield engine
+    engine.dispose()
+
+
+def test_migrations_create_the_schema_on_a_fresh_database(fresh: Engine) -> None:
+    assert current_revision(fresh) is None
+    upgrade(fresh)
+    assert current_revision(fresh) == head_revision() is not None
+    tables = set(inspect(fresh).get_table_names())
+    assert {"collections", "collection_stats", "reports", "alembic_version"} <= tables
+    with fresh.connect() as connection:
+        diff = compare_metadata(MigrationContext.configure(connection), metadata)
+    assert diff == [], f"the migrations and tables.py disagree: {diff}"
+
+
+def test_upgrade_is_idempotent(fresh: Engine) -> None:
+    upgrade(fresh)
+    upgrade(fresh)
+    assert current_revision(fresh) == head_revision()
+
+
+def test_reports_table_holds_nothing_that_could_identify_a_sender(fresh: Engine) -> None:
+    upgrade(fresh)
+    columns = {c["name"]: c for c in inspect(fresh).get_columns("reports")}
+    assert set(columns) == {"collection_id", "report_id", "received_day", "bits"}
+    assert type(columns["received_day"]["type"]).__name__ == "DATE"
+    forbidden = ("ip", "addr", "agent", "host", "time", "seq", "order")
+    assert not [name for name in columns for word in forbidden if word in name]
+    # no rowid: rows are kept in the order of their random ids, not of arrival
+    with fresh.connect() as connection:
+        sql = connection.execute(
+            text("SELECT sql FROM sqlite_master WHERE name = 'reports'")
+        ).scalar_one()
+    assert "WITHOUT ROWID" in sql.upper()
+    primary = inspect(fresh).get_pk_constraint("reports")["constrained_columns"]
+    assert primary == ["collection_id", "report_id"]
+
+
+def test_sqlite_pragmas(fresh: Engine) -> None:
+    with fresh.connect() as connection:
+        pragma = {
+            name: connection.execute(text(f"PRAGMA {name}")).scalar_one()
+            for name in ("journal_mode", "synchronous", "busy_timeout", "foreign_keys")
+        }
+    assert pragma == {
+        "journal_mode": "wal",
+        "synchronous": 2,
+        "busy_timeout": 30000,
+        "foreign_keys": 1,
+    }
+
+
+def test_in_memory_sqlite_shares_one_connection() -> None:
+    engine = make_engine("sqlite://")
+    upgrade(engine)
+    assert "reports" in inspect(engine).get_table_names()
+    engine.dispose()
+
+
+def test_sums_round_trip_little_endian() -> None:
+    sums = np.array([0, 1, -2, 2**40], dtype=np.int64)
+    blob = encode_sums(sums)
+    assert blob[:16] == bytes(8) + b"\x01" + bytes(7)
+    assert np.array_equal(decode_sums(blob, 4), sums)
+    with pytest.raises(CorruptStatisticsError):
+        decode_sums(blob, 5)
