@@ -169,14 +169,33 @@ def mechanisms_of(config: CollectionConfig) -> list[Mechanism]:
     ]
 
 
+FLOAT_TOLERANCE = 1e-12
+"""Relative tolerance of :func:`verify_config` on derived floats (p, q, ε)."""
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal, with floats compared to :data:`FLOAT_TOLERANCE` (recursively)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or math.isclose(a, b, rel_tol=FLOAT_TOLERANCE, abs_tol=0.0)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
 def verify_config(config: CollectionConfig) -> CollectionConfig:
     """Rebuild the config from its spec and check that everything published matches.
 
     Raises :class:`ConfigurationError` when p, q, ε, layout or hash differ, i.e. when a
-    server publishes parameters other than those its stated spec implies.
+    server publishes parameters other than those its stated spec implies. Derived floats
+    are compared to a relative :data:`FLOAT_TOLERANCE`, not bit for bit: ``math.exp`` and
+    ``math.log`` come from the platform's libm and may differ in the last unit between
+    the server's and the client's machine. The rebuilt config is returned, so a client
+    never perturbs with the published numbers themselves.
     """
     rebuilt = build_config(config.spec)
-    if rebuilt.model_dump() != config.model_dump():
+    if not _same(rebuilt.model_dump(), config.model_dump()):
         raise ConfigurationError(
             f"collection {config.name!r}: the published config does not match its spec"
         )
