@@ -1,0 +1,122 @@
+"""The same code on PostgreSQL (psycopg 3): migrations, ingestion under concurrency, the API.
+
+Runs only when ``LDPCOLLECT_TEST_POSTGRES_URL`` names a database
+(``postgresql+psycopg://user@host:port/db``); each run works in a schema of its own
+and drops it afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+from collections.abc import Iterator
+from urllib.parse import quote
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, create_engine, text
+
+from ldp_aggregator.app import create_app
+from ldp_aggregator.collections import create_collection
+from ldp_aggregator.ingest import ingest_batch
+from ldp_aggregator.settings import Settings
+from ldp_aggregator.storage.engine import make_engine
+from ldp_aggregator.storage.migrate import current_revision, head_revision, upgrade
+from ldp_aggregator.storage.tables import metadata
+from ldp_shared.collection import CollectionConfig
+from ldp_shared.schema import CollectionSpec
+from ldp_shared.wire import ReportBatch
+
+from .conftest import (
+    ADMIN,
+    ADMIN_TOKEN,
+    ANALYST,
+    ANALYST_TOKEN,
+    packed_reports,
+    report_dicts,
+    snapshot,
+    spec_payload,
+    state_of,
+)
+
+BASE_URL = os.environ.get("LDPCOLLECT_TEST_POSTGRES_URL", "")
+pytestmark = pytest.mark.skipif(
+    not BASE_URL, reason="set LDPCOLLECT_TEST_POSTGRES_URL to run the PostgreSQL tests"
+)
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    schema = f"ldp_test_{secrets.token_hex(6)}"
+    admin = create_engine(BASE_URL)
+    with admin.begin() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    separator = "&" if "?" in BASE_URL else "?"
+    yield f"{BASE_URL}{separator}options={quote(f'-csearch_path={schema}')}"
+    with admin.begin() as connection:
+        connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+@pytest.fixture
+def pg(pg_url: str) -> Iterator[Engine]:
+    engine = make_engine(pg_url)
+    upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+def test_migrations_match_the_tables(pg_url: str) -> None:
+    engine = make_engine(pg_url)
+    assert current_revision(engine) is None
+    upgrade(engine)
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+    with engine.connect() as connection:
+        assert compare_metadata(MigrationContext.configure(connection), metadata) == []
+    engine.dispose()
+
+
+def test_concurrent_ingests_lose_no_update(pg: Engine) -> None:
+    survey = create_collection(pg, CollectionSpec.model_validate(spec_payload()))
+    batches = [report_dicts(survey.config, packed_reports(survey.config, 100, s)) for s in range(8)]
+    errors: list[BaseException] = []
+
+    def work(items: list[dict[str, str]]) -> None:
+        try:
+            for _ in range(2):
+                ingest_batch(pg, survey, ReportBatch.model_validate({"reports": items}))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(items,)) for items in batches]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    state = snapshot(pg, "survey")
+    assert state.n_reports == state.rows == 800 and sum(state.sums) > 0
+
+
+def test_the_api_on_postgres(pg_url: str) -> None:
+    settings = Settings(database_url=pg_url, admin_token=ADMIN_TOKEN, analyst_token=ANALYST_TOKEN)
+    with TestClient(create_app(settings)) as client:
+        assert client.get("/readyz").status_code == 200
+        created = client.post("/v1/collections", json=spec_payload(), headers=ADMIN)
+        assert created.status_code == 201
+        assert client.post("/v1/collections", json=spec_payload(), headers=ADMIN).status_code == 409
+        config = CollectionConfig.model_validate(created.json())
+        items = report_dicts(config, packed_reports(config, 40))
+        first = client.post("/v1/collections/survey/reports", json={"reports": items}).json()
+        again = client.post("/v1/collections/survey/reports", json={"reports": items}).json()
+        assert (first["accepted"], again["duplicate"]) == (40, 40)
+        estimate = client.get(
+            "/v1/collections/survey/frequencies", params={"attribute": "age"}, headers=ANALYST
+        )
+        assert estimate.status_code == 200 and estimate.json()["n_reports"] == 40
+        state = snapshot(state_of(client).engine, "survey")
+        assert state.n_reports == state.rows == 40
