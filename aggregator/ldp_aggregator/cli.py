@@ -10,8 +10,15 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+from sqlalchemy.exc import SQLAlchemyError
 
 from ldp_shared.errors import AuthenticationError, LDPError
+
+if TYPE_CHECKING:
+    from ldp_aggregator.settings import Settings
 
 EXIT_ERROR = 2
 
@@ -58,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--log-level", default="info")
 
+    migrate = commands.add_parser(
+        "migrate", help="create or upgrade the database schema (Alembic upgrade head) and exit"
+    )
+    migrate.add_argument("--database-url", help="SQLAlchemy URL (default as for serve)")
+
     demo = commands.add_parser("demo", help="simulate 100,000 clients against a real aggregator")
     simulate = commands.add_parser(
         "simulate", help="simulate a fleet of clients against running aggregators"
@@ -92,17 +104,39 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ldp_aggregator.app import create_app
-    from ldp_aggregator.settings import Settings
+    from ldp_aggregator.storage.engine import make_engine, ping
 
-    overrides = {} if args.database_url is None else {"database_url": args.database_url}
-    settings = Settings(**overrides)
-    settings, generated = settings.with_generated_tokens()
+    settings, generated = _settings(args.database_url).with_generated_tokens()
+    engine = make_engine(settings.database_url)
+    try:
+        ping(engine)  # a bad URL or an unreachable database is one line, not a traceback
+    finally:
+        engine.dispose()
     for role, token in generated.items():
         print(
             f"ldpcollect: no {role} token configured; generated one for this run: {token}",
             file=sys.stderr,
         )
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def _settings(database_url: str | None) -> Settings:
+    from ldp_aggregator.settings import Settings
+
+    return Settings() if database_url is None else Settings(database_url=database_url)
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from ldp_aggregator.storage.engine import make_engine
+    from ldp_aggregator.storage.migrate import current_revision, upgrade
+
+    engine = make_engine(_settings(args.database_url).database_url)
+    try:
+        upgrade(engine)
+        print(f"ldpcollect: database schema at revision {current_revision(engine)}")
+    finally:
+        engine.dispose()
     return 0
 
 
@@ -142,15 +176,28 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fail(message: str) -> int:
+    print(f"ldpcollect: error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "serve":
             return _serve(args)
+        if args.command == "migrate":
+            return _migrate(args)
         return _demo(args)
     except LDPError as error:
-        print(f"ldpcollect: error: {error.detail}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fail(error.detail)
+    except ValidationError as error:  # settings from the environment
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "settings"
+        return _fail(f"invalid setting {where}: {first['msg']}")
+    except SQLAlchemyError as error:
+        cause = getattr(error, "orig", None) or error
+        return _fail(f"database: {str(cause).strip().splitlines()[0]}")
     except KeyboardInterrupt:
         return 130
 

@@ -1,0 +1,67 @@
+"""``ldpcollect demo`` end to end: a real uvicorn aggregator, SQLite, the SDK over HTTP."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ldp_aggregator.demo import DemoOptions, run_demo
+from ldp_shared.datasets import load_car
+
+pytestmark = pytest.mark.e2e
+
+# 25 intervals at 95%: P(more than 5 miss) < 0.001 for honest intervals
+ALPHA_MAX_MISSES = 5
+
+
+def test_demo_json_has_the_documented_shape_and_honest_intervals() -> None:
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ldp_aggregator.cli",
+            "demo",
+            "--json",
+            "--clients",
+            "20000",
+            "--seed",
+            "11",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
+    result = json.loads(run.stdout)
+    car = load_car()
+    assert result["collection"] == "car-demo"
+    assert result["n_reports"] == 1728 * 12  # whole copies of the data: ≥ 20,000 clients
+    assert result["epsilon"] == pytest.approx(4.0)
+    assert set(result["frequencies"]) == set(car.domains)
+    misses = 0
+    for name, block in result["frequencies"].items():
+        assert block["values"] == car.domains[name]
+        for key in ("true", "estimate", "stderr", "ci_low", "ci_high"):
+            assert len(block[key]) == len(block["values"])
+        true = np.array(block["true"])
+        low, high = np.array(block["ci_low"]), np.array(block["ci_high"])
+        misses += int(np.sum((true < low) | (true > high)))
+        assert sum(block["true"]) == pytest.approx(1.0)
+    assert misses <= ALPHA_MAX_MISSES
+    assert result["coverage"] == pytest.approx(1 - misses / 25)
+    assert result["seconds"] > 0
+
+
+def test_demo_estimates_shrink_with_epsilon() -> None:
+    """Power check of the whole path: the same run at a smaller ε has larger errors."""
+    loose = run_demo(DemoOptions(epsilon=8.0, clients=10_000, seed=5))
+    tight = run_demo(DemoOptions(epsilon=1.0, clients=10_000, seed=5))
+    for name in loose.attributes:
+        assert np.all(
+            np.array(tight.attributes[name].stderr) > np.array(loose.attributes[name].stderr)
+        )
+    assert tight.epsilon == pytest.approx(1.0)
