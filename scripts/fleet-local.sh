@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The docker-compose topology as local processes: one database, two aggregator replicas,
+# a fleet of simulated clients dealing batches to both. Loopback only; stops by itself.
+#   scripts/fleet-local.sh [CLIENTS [extra simulate flags, e.g. --json]]   (default 100000)
+# Uses PostgreSQL when initdb and pg_ctl are on PATH (a throwaway cluster in a temporary
+# folder), otherwise one SQLite file shared by both replicas.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CLIENTS="${1:-100000}"
+EXTRA=("${@:2}")
+LDP="${LDPCOLLECT_BIN:-$PWD/.venv/bin/ldpcollect}"
+[ -x "$LDP" ] || LDP=ldpcollect
+WORK="$(mktemp -d -t ldpcollect-fleet-XXXXXX)"
+PIDS=()
+RUN_AS=()
+PG_STARTED=""
+
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ -n "$PG_STARTED" ]; then
+    "${RUN_AS[@]}" pg_ctl -D "$WORK/pg" -m fast stop >/dev/null 2>&1 || true
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+if command -v initdb >/dev/null && command -v pg_ctl >/dev/null; then
+  PG_PORT="$(free_port)"
+  if [ "$(id -u)" = 0 ]; then  # PostgreSQL refuses to run as root
+    id ldpfleet >/dev/null 2>&1 || useradd --system --no-create-home ldpfleet
+    chown ldpfleet "$WORK"
+    RUN_AS=(runuser -u ldpfleet --)
+  fi
+  "${RUN_AS[@]}" initdb -D "$WORK/pg" -U ldp --auth=trust >/dev/null
+  "${RUN_AS[@]}" pg_ctl -D "$WORK/pg" -o "-k $WORK -h 127.0.0.1 -p $PG_PORT" \
+    -l "$WORK/pg/server.log" -w start >/dev/null
+  PG_STARTED=1
+  "${RUN_AS[@]}" psql -h 127.0.0.1 -p "$PG_PORT" -U ldp -d postgres -qc "CREATE DATABASE ldpcollect"
+  export LDPCOLLECT_DATABASE_URL="postgresql+psycopg://ldp@127.0.0.1:$PG_PORT/ldpcollect"
+else
+  export LDPCOLLECT_DATABASE_URL="sqlite:///$WORK/fleet.db"
+fi
+echo "fleet: database ${LDPCOLLECT_DATABASE_URL}" >&2
+
+export LDPCOLLECT_ADMIN_TOKEN="fleet-admin-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+export LDPCOLLECT_ANALYST_TOKEN="fleet-analyst-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+export LDPCOLLECT_MIGRATE_ON_STARTUP=false
+"$LDP" migrate >&2
+
+URLS=()
+for replica in 1 2; do
+  port="$(free_port)"
+  "$LDP" serve --host 127.0.0.1 --port "$port" --log-level warning &
+  PIDS+=("$!")
+  URLS+=(--url "http://127.0.0.1:$port")
+  ready=""
+  for _ in $(seq 150); do
+    if python3 -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:$port/readyz')" 2>/dev/null; then
+      ready=1; break
+    fi
+    sleep 0.2
+  done
+  [ -n "$ready" ] || { echo "fleet: replica $replica did not become ready" >&2; exit 1; }
+  echo "fleet: replica $replica on port $port" >&2
+done
+"$LDP" simulate "${URLS[@]}" --clients "$CLIENTS" "${EXTRA[@]}"
