@@ -66,13 +66,20 @@ def test_sqlite_pragmas(fresh: Engine) -> None:
     with fresh.connect() as connection:
         pragma = {
             name: connection.execute(text(f"PRAGMA {name}")).scalar_one()
-            for name in ("journal_mode", "synchronous", "busy_timeout", "foreign_keys")
+            for name in (
+                "journal_mode",
+                "synchronous",
+                "busy_timeout",
+                "foreign_keys",
+                "cache_size",
+            )
         }
     assert pragma == {
         "journal_mode": "wal",
         "synchronous": 2,
         "busy_timeout": 30000,
         "foreign_keys": 1,
+        "cache_size": -16384,
     }
 
 
