@@ -96,8 +96,9 @@ def judge_batch(config: CollectionConfig, batch: ReportBatch) -> JudgedBatch:
     rows: list[int] = []
     batch_duplicates: set[int] = set()
     seen: set[str] = set()
+    valid = decoded.valid.tolist()
     for row, position in enumerate(positions):
-        if not decoded.valid[row]:
+        if not valid[row]:
             continue
         report_id = reports[position].id
         if report_id in seen:

@@ -132,9 +132,7 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
         return error_response(
             MalformedRequestError, f"the body is not valid JSON: {reason} at position {position}"
         )
-    if any(
-        item.get("type") == "missing" and tuple(item.get("loc", ())) == ("body",) for item in raw
-    ):
+    if any(_is_missing_body(item) for item in raw):
         return error_response(MalformedRequestError, "the request needs a JSON body")
     errors = _validation_errors(raw)
     error_class: type[LDPError] = InvalidRequestError
@@ -155,6 +153,11 @@ async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:
     if exc.status_code == 404:
         return error_response(
             NotFoundError, f"nothing at {request.method} {request.url.path}", headers=headers
+        )
+    if exc.status_code == 400:
+        # FastAPI's answer to a body it cannot read at all (e.g. not UTF-8)
+        return error_response(
+            MalformedRequestError, "the body is not valid JSON text", headers=headers
         )
     try:
         phrase = HTTPStatus(exc.status_code).phrase

@@ -121,7 +121,9 @@ def test_non_finite_epsilon_in_raw_json(client: TestClient, raw: str) -> None:
     assert names(client) == []
 
 
-@pytest.mark.parametrize("body", [b"{", b'{"name": "x",}', b"\xff\xfe", b"nul"])
+@pytest.mark.parametrize(
+    "body", [b"{", b'{"name": "x",}', b"\xff\xfe", b"nul", b'{"name": "\xff\xfe\xfd"}']
+)
 def test_malformed_json_is_a_400(client: TestClient, body: bytes) -> None:
     response = client.post(
         "/v1/collections", content=body, headers={**ADMIN, "content-type": "application/json"}
@@ -176,3 +178,10 @@ def test_a_role_without_a_token_cannot_be_used(tmp_path: Any) -> None:
             assert response.status_code == 401
         assert only_admin.get("/v1/collections", headers={"Authorization": "Bearer adm"}).is_success
         assert state_of(only_admin).tokens.analyst is None
+
+
+def test_authentication_comes_before_spec_validation(client: TestClient) -> None:
+    response = client.post("/v1/collections", json=spec_payload(epsilon=-1))
+    assert response.status_code == 401 and slug(response) == "unauthenticated"
+    response = client.post("/v1/collections", json=spec_payload(epsilon=-1), headers=ANALYST)
+    assert response.status_code == 403 and slug(response) == "forbidden"
