@@ -35,7 +35,5 @@ def load_car() -> CategoricalDataset:
     """The 1,728 records of UCI Car Evaluation, 7 categorical attributes (class included)."""
     text = resources.files(__package__).joinpath("car.data").read_text(encoding="ascii")
     names = list(CAR_DOMAINS)
-    records = [
-        dict(zip(names, line.split(","), strict=True)) for line in text.splitlines() if line
-    ]
+    records = [dict(zip(names, line.split(","), strict=True)) for line in text.splitlines() if line]
     return CategoricalDataset("car", CAR_DOMAINS, records, CAR_CITATION)
