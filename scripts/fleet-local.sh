@@ -3,7 +3,7 @@
 # a fleet of simulated clients dealing batches to both. Loopback only; stops by itself.
 #   scripts/fleet-local.sh [CLIENTS [extra simulate flags, e.g. --json]]   (default 100000)
 # Uses PostgreSQL when initdb and pg_ctl are on PATH (a throwaway cluster in a temporary
-# folder), otherwise one SQLite file shared by both replicas.
+# folder, scripts/postgres.sh), otherwise one SQLite file shared by both replicas.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLIENTS="${1:-100000}"
@@ -12,36 +12,19 @@ LDP="${LDPCOLLECT_BIN:-$PWD/.venv/bin/ldpcollect}"
 [ -x "$LDP" ] || LDP=ldpcollect
 WORK="$(mktemp -d -t ldpcollect-fleet-XXXXXX)"
 PIDS=()
-RUN_AS=()
-PG_STARTED=""
+# shellcheck source=scripts/postgres.sh
+source scripts/postgres.sh
 
 cleanup() {
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  if [ -n "$PG_STARTED" ]; then
-    "${RUN_AS[@]}" pg_ctl -D "$WORK/pg" -m fast stop >/dev/null 2>&1 || true
-  fi
+  pg_throwaway_stop
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-if command -v initdb >/dev/null && command -v pg_ctl >/dev/null; then
-  PG_PORT="$(free_port)"
-  if [ "$(id -u)" = 0 ]; then  # PostgreSQL refuses to run as root
-    id ldpfleet >/dev/null 2>&1 || useradd --system --no-create-home ldpfleet
-    chown ldpfleet "$WORK"
-    RUN_AS=(runuser -u ldpfleet --)
-  fi
-  "${RUN_AS[@]}" initdb -D "$WORK/pg" -U ldp --auth=trust >/dev/null
-  "${RUN_AS[@]}" pg_ctl -D "$WORK/pg" -o "-k $WORK -h 127.0.0.1 -p $PG_PORT" \
-    -l "$WORK/pg/server.log" -w start >/dev/null
-  PG_STARTED=1
-  "${RUN_AS[@]}" psql -h 127.0.0.1 -p "$PG_PORT" -U ldp -d postgres -qc "CREATE DATABASE ldpcollect"
-  export LDPCOLLECT_DATABASE_URL="postgresql+psycopg://ldp@127.0.0.1:$PG_PORT/ldpcollect"
+if pg_throwaway_start "$WORK/pg"; then
+  export LDPCOLLECT_DATABASE_URL="$PG_THROWAWAY_URL"
 else
   export LDPCOLLECT_DATABASE_URL="sqlite:///$WORK/fleet.db"
 fi
