@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Run every benchmark in bench/.venv-peers (created by bench/setup_peers.sh when missing).
+#
+#   bash bench/run_all.sh            # full runs (about 30 minutes on 2 vCPUs)
+#   bash bench/run_all.sh --quick    # smoke runs (about a minute), not committed
+#   bash bench/run_all.sh perturbation accuracy   # only these
+#
+# Each script prints one JSON object on stdout and writes it to bench/results/<name>.json
+# (<name>-quick.json with --quick); progress goes to stderr.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+python="${PYTHON:-$here/.venv-peers/bin/python}"
+
+quick=()
+names=()
+for arg in "$@"; do
+    case "$arg" in
+        --quick) quick=(--quick) ;;
+        *) names+=("$arg") ;;
+    esac
+done
+if [ ${#names[@]} -eq 0 ]; then
+    names=(perturbation accuracy ingestion estimation)
+fi
+
+if [ ! -x "$python" ]; then
+    bash "$here/setup_peers.sh"
+fi
+
+cd "$root"
+for name in "${names[@]}"; do
+    echo "== $name" >&2
+    start=$(date +%s)
+    "$python" "bench/$name.py" "${quick[@]}"
+    echo "== $name done in $(( $(date +%s) - start )) s" >&2
+done

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Create bench/.venv-peers: ldpcollect (editable) plus the peer libraries the benchmarks
+# compare against. Re-running is cheap: pip skips what is installed already.
+#
+#   bash bench/setup_peers.sh            # uses python3 from PATH
+#   PYTHON=/usr/bin/python3.11 bash bench/setup_peers.sh
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+venv="$here/.venv-peers"
+python="${PYTHON:-python3}"
+
+if [ ! -x "$venv/bin/python" ]; then
+    "$python" -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --upgrade pip
+# the project with the roles the benchmarks use (client SDK + aggregator server)
+"$venv/bin/python" -m pip install --quiet -e "$root[client,aggregator]"
+# peers, pinned; pure-ldp imports scikit-learn, statsmodels and xxhash without declaring them
+"$venv/bin/python" -m pip install --quiet \
+    "pure-ldp==1.2.0" "multi-freq-ldpy==0.2.5" \
+    scikit-learn statsmodels "xxhash<4"
+"$venv/bin/python" - <<'PY'
+import importlib.metadata as md
+for name in ("ldpcollect", "numpy", "pure-ldp", "multi-freq-ldpy"):
+    print(f"{name}=={md.version(name)}")
+PY
