@@ -117,7 +117,14 @@ def _serve(args: argparse.Namespace) -> int:
             f"ldpcollect: no {role} token configured; generated one for this run: {token}",
             file=sys.stderr,
         )
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+    # no access log: it would record the client IP address of every report
+    uvicorn.run(
+        create_app(settings),
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        access_log=False,
+    )
     return 0
 
 
