@@ -11,6 +11,16 @@ segments one after the other in the config's order, each starting on a byte boun
 
 Sufficient statistics: per attribute, ``d`` counters: the number of reports with bit
 ``j`` set (bits) or reporting value ``j`` (index). The frequency estimate needs nothing else.
+
+Label collections (Yilmaz et al., arXiv:1905.01039, 2019): a feature with value ``x`` in a
+record of class ``c`` is the one-hot vector of cell ``x·k + c`` among ``d·k`` cells, so
+its counters are the joint counts the naive Bayes model is trained from.
+
+Budget ``sample``: each report starts with a ``selector_bytes`` big-endian selector ``s``,
+drawn uniformly from the sampled attributes on the device (independently of the
+record), then the segment of attribute ``s``, zero-padded to the longest segment. The
+statistics add one counter per sampled attribute: the number ``n_j`` of reports that
+carried it.
 """
 
 from __future__ import annotations
@@ -67,15 +77,21 @@ def _basket_matrix(
 
 
 def records_to_columns(config: CollectionConfig, records: Sequence[Record]) -> dict[str, list[Any]]:
-    """Turn a list of records into one column per attribute, checking the keys."""
-    names = [a.name for a in config.attributes]
+    """Turn a list of records into one column per attribute (label included), checking keys."""
+    names = config.record_names
     expected = set(names)
+    label = None if config.label is None else config.label.name
     columns: dict[str, list[Any]] = {name: [] for name in names}
     for number, record in enumerate(records):
         if not isinstance(record, Mapping):
             raise InvalidRecordError(f"record {number} is not a mapping of attribute to value")
         keys = set(record)
         if keys != expected:
+            if label is not None and label not in keys:
+                raise InvalidRecordError(
+                    f"record {number} has no label {label!r}: every record of collection"
+                    f" {config.name!r} must carry its class"
+                )
             missing = sorted(expected - keys)
             extra = sorted(map(str, keys - expected))
             raise InvalidRecordError(
@@ -87,7 +103,7 @@ def records_to_columns(config: CollectionConfig, records: Sequence[Record]) -> d
 
 
 def _check_columns(config: CollectionConfig, columns: Columns) -> int:
-    names = {a.name for a in config.attributes}
+    names = set(config.record_names)
     if set(columns) != names:
         raise InvalidRecordError(
             f"columns {sorted(columns)} do not match the attributes {sorted(names)}"
@@ -96,6 +112,42 @@ def _check_columns(config: CollectionConfig, columns: Columns) -> int:
     if len(lengths) != 1:
         raise InvalidRecordError("all columns must have the same length")
     return lengths.pop()
+
+
+def _label_indices(config: CollectionConfig, columns: Columns) -> NDArray[np.int64] | None:
+    if config.label is None:
+        return None
+    label = config.label
+    lookup = {v: i for i, v in enumerate(label.domain)}
+    values = columns[label.name]
+    try:
+        return np.fromiter((lookup[v] for v in values), dtype=np.int64, count=len(values))
+    except (KeyError, TypeError):
+        bad = next(v for v in values if not isinstance(v, str) or v not in lookup)
+        raise InvalidRecordError(
+            f"label {label.name!r}: {bad!r} is not one of its classes {label.domain}"
+        ) from None
+
+
+def encode_columns(config: CollectionConfig, columns: Columns) -> list[NDArray[Any]]:
+    """The true values each attribute's mechanism perturbs, in layout order (validated).
+
+    A value index per record (a joint cell ``x·k + c`` for a feature), or a boolean
+    basket matrix for MASK.
+    """
+    _check_columns(config, columns)
+    classes = _label_indices(config, columns)
+    encoded: list[NDArray[Any]] = []
+    for attribute in config.attributes:
+        column = columns[attribute.name]
+        if attribute.mechanism == "mask":
+            encoded.append(_basket_matrix(attribute, column))
+        elif attribute.is_feature:
+            assert classes is not None
+            encoded.append(_value_indices(attribute, column) * attribute.classes + classes)
+        else:
+            encoded.append(_value_indices(attribute, column))
+    return encoded
 
 
 @dataclass(frozen=True)
@@ -111,24 +163,29 @@ class Privatizer:
         n = _check_columns(self.config, columns)
         gen = resolve_rng(rng)
         mechanisms = mechanisms_of(self.config)
-        encoded: list[NDArray[Any]] = []
-        for attribute in self.config.attributes:
-            column = columns[attribute.name]
-            if attribute.mechanism == "mask":
-                encoded.append(_basket_matrix(attribute, column))
-            else:
-                encoded.append(_value_indices(attribute, column))
+        encoded = encode_columns(self.config, columns)
         out = np.zeros((n, self.config.report_bytes), dtype=np.uint8)
+        sampled = self.config.sampled
         for start in range(0, n, chunk):
             stop = min(start + chunk, n)
+            chosen = _draw_selectors(self.config, stop - start, gen) if sampled else None
+            if chosen is not None:
+                _write_selectors(self.config, out[start:stop], chosen)
             for attribute, mechanism, values in zip(
                 self.config.attributes, mechanisms, encoded, strict=True
             ):
                 segment = slice(
                     attribute.byte_offset, attribute.byte_offset + attribute.byte_length
                 )
-                out[start:stop, segment] = _perturb_segment(
-                    attribute, mechanism, values[start:stop], gen
+                if attribute.sample_index is None:
+                    out[start:stop, segment] = _perturb_segment(
+                        attribute, mechanism, values[start:stop], gen
+                    )
+                    continue
+                assert chosen is not None
+                rows = np.flatnonzero(chosen == attribute.sample_index)
+                out[start + rows, segment] = _perturb_segment(
+                    attribute, mechanism, values[start:stop][rows], gen
                 )
         return out
 
@@ -142,6 +199,24 @@ class Privatizer:
         """The packed report of one record."""
         packed: bytes = self.privatize_many([record], rng)[0].tobytes()
         return packed
+
+
+def _draw_selectors(
+    config: CollectionConfig, n: int, rng: np.random.Generator
+) -> NDArray[np.int64]:
+    """Budget ``sample``: each record's attribute, uniform over the sampled attributes.
+
+    Drawn from the perturbation's random source, never from the data, so the choice
+    itself reveals nothing about the record. Written into the report's selector bytes.
+    """
+    return rng.integers(0, len(config.sampled), size=n, dtype=np.int64)
+
+
+def _write_selectors(
+    config: CollectionConfig, out: NDArray[np.uint8], chosen: NDArray[np.int64]
+) -> None:
+    width = config.selector_bytes
+    out[:, :width] = chosen.astype(f">u{width}").view(np.uint8).reshape(-1, width)
 
 
 def _perturb_segment(
@@ -170,7 +245,9 @@ def decode_reports(config: CollectionConfig, reports: NDArray[np.uint8]) -> Deco
     """Check each packed report against the layout and sum the valid ones' statistics.
 
     A report is invalid when an index segment holds a value outside the domain or a bits
-    segment has a padding bit set. ``sums`` counts the valid reports only.
+    segment has a padding bit set; under the ``sample`` budget also when its selector
+    names no attribute or a byte after the carried attribute's segment is not zero.
+    ``sums`` counts the valid reports only.
 
     ``reports`` is an ``n × report_bytes`` matrix, or the ``n·report_bytes`` bytes of
     the reports one after the other; any other shape raises :class:`InvalidReportError`
@@ -188,30 +265,71 @@ def decode_reports(config: CollectionConfig, reports: NDArray[np.uint8]) -> Deco
     n = matrix.shape[0]
     valid = np.ones(n, dtype=bool)
     reasons: list[str | None] = [None] * n
-    parts: list[tuple[AttributeConfig, NDArray[Any]]] = []
-    for attribute in config.attributes:
-        segment = matrix[:, attribute.byte_offset : attribute.byte_offset + attribute.byte_length]
-        if attribute.encoding == "index":
-            index = segment[:, 0].astype(np.int64)
-            if attribute.byte_length == 2:
-                index = (index << 8) | segment[:, 1]
-            bad: NDArray[np.bool_] = np.asarray(index >= attribute.d)
-            parts.append((attribute, index))
-            problem = f"attribute {attribute.name!r}: value index outside the domain"
-        else:
-            bits = np.unpackbits(segment, axis=1)
-            bad = np.asarray(bits[:, attribute.d :].any(axis=1))
-            parts.append((attribute, bits[:, : attribute.d]))
-            problem = f"attribute {attribute.name!r}: padding bits are not zero"
+
+    def mark(bad: NDArray[np.bool_], problem: str) -> None:
+        nonlocal valid
         for row in np.flatnonzero(bad & valid):
             reasons[row] = problem
         valid &= ~bad
-    sums = np.zeros(config.stats_length, dtype=np.int64)
-    for attribute, part in parts:
-        kept = part[valid]
-        block = slice(attribute.stats_offset, attribute.stats_offset + attribute.d)
+
+    chosen: NDArray[np.int64] | None = None
+    if config.selector_bytes:
+        chosen = _read_index(matrix[:, : config.selector_bytes])
+        count = len(config.sampled)
+        mark(chosen >= count, f"selector outside [0, {count}): names no attribute")
+    parts: list[tuple[AttributeConfig, NDArray[np.bool_], NDArray[Any]]] = []
+    for attribute in config.attributes:
+        rows = (
+            np.ones(n, dtype=bool)
+            if chosen is None
+            else np.asarray(chosen == attribute.sample_index)
+        )
+        if attribute.sample_index is not None:
+            # the carried segment is zero-padded to the longest one: the rest must be 0
+            tail = matrix[
+                :,
+                attribute.byte_offset + attribute.byte_length : config.selector_bytes
+                + _payload_bytes(config),
+            ]
+            mark(
+                rows & tail.any(axis=1),
+                f"attribute {attribute.name!r}: bytes after its segment are not zero",
+            )
+        segment = matrix[:, attribute.byte_offset : attribute.byte_offset + attribute.byte_length]
+        cells = attribute.cells
         if attribute.encoding == "index":
-            sums[block] = np.bincount(kept, minlength=attribute.d)
+            value = _read_index(segment)
+            bad: NDArray[np.bool_] = np.asarray(value >= cells)
+            parts.append((attribute, rows, value))
+            problem = f"attribute {attribute.name!r}: value index outside the domain"
+        else:
+            bits = np.unpackbits(segment, axis=1)
+            bad = np.asarray(bits[:, cells:].any(axis=1))
+            parts.append((attribute, rows, bits[:, :cells]))
+            problem = f"attribute {attribute.name!r}: padding bits are not zero"
+        mark(rows & bad, problem)
+    sums = np.zeros(config.stats_length, dtype=np.int64)
+    for attribute, rows, part in parts:
+        carried = rows & valid
+        kept = part[carried]
+        block = slice(attribute.stats_offset, attribute.stats_offset + attribute.cells)
+        if attribute.count_offset is not None:
+            sums[attribute.count_offset] = int(carried.sum())
+        if attribute.encoding == "index":
+            sums[block] = np.bincount(kept, minlength=attribute.cells)
         else:
             sums[block] = kept.sum(axis=0, dtype=np.int64)
     return DecodedBatch(valid=valid, reasons=reasons, sums=sums)
+
+
+def _read_index(segment: NDArray[np.uint8]) -> NDArray[np.int64]:
+    """Unsigned big-endian integers of 1 or 2 bytes per row."""
+    index = segment[:, 0].astype(np.int64)
+    if segment.shape[1] == 2:
+        index = (index << 8) | segment[:, 1]
+    return index
+
+
+def _payload_bytes(config: CollectionConfig) -> int:
+    """Budget ``sample``: the bytes after the selector that hold the carried segment."""
+    return max((a.byte_length for a in config.sampled), default=0)

@@ -6,6 +6,22 @@ place in the report (byte offset and length) and in the sufficient statistics; t
 record's total ε (sequential composition: the sum over attributes); and the config hash
 that every report carries. Clients rebuild the config from the spec themselves
 (:func:`verify_config`), so a server cannot talk them into weaker noise than the stated ε.
+
+Label collections (naive Bayes, after Yilmaz, Al-Rubaie and Chang, "Locally Differentially
+Private Naive Bayes Classification", arXiv:1905.01039, 2019): with a label of ``k``
+classes, feature ``j`` (``d_j`` values) is reported as the single value ``x_j·k + c`` of a
+joint domain of ``d_j·k`` cells, perturbed by unary encoding; the label has no segment of
+its own (:attr:`CollectionConfig.label`, :attr:`AttributeConfig.classes`).
+
+Budget ``sample``: a report opens with a selector (the index of the one non-MASK
+attribute it carries, chosen uniformly at random on the device), followed by that
+attribute's segment, padded with zero bytes to the longest such segment; MASK
+attributes follow. The statistics keep, per sampled attribute, the number ``n_j`` of
+reports that carried it (:attr:`AttributeConfig.count_offset`) before its sums.
+
+Everything new is left out of the serialised config when unused, so a collection
+without a label and with the ``split`` budget publishes exactly the JSON (and hash) it
+did before labels existed.
 """
 
 from __future__ import annotations
@@ -15,7 +31,7 @@ import json
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.mechanisms import GeneralizedRandomizedResponse, Mask, UnaryEncoding
@@ -25,6 +41,18 @@ FORMAT_VERSION = 1
 
 Mechanism = UnaryEncoding | GeneralizedRandomizedResponse | Mask
 Encoding = Literal["bits", "index"]
+
+
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+def _is_one(value: object) -> bool:
+    return value == 1
+
+
+def _is_zero(value: object) -> bool:
+    return value == 0
 
 
 class AttributeConfig(BaseModel):
@@ -44,9 +72,52 @@ class AttributeConfig(BaseModel):
     byte_offset: int
     byte_length: int
     stats_offset: int
+    classes: int = Field(
+        default=1,
+        exclude_if=_is_one,
+        description=(
+            "k when the attribute is reported jointly with a label of k classes: the "
+            "segment then has d·k cells, cell x·k + c for value x and class c"
+        ),
+    )
+    sample_index: int | None = Field(
+        default=None,
+        exclude_if=_is_none,
+        description="budget 'sample': the selector value of a report carrying this attribute",
+    )
+    count_offset: int | None = Field(
+        default=None,
+        exclude_if=_is_none,
+        description="budget 'sample': where the statistics count the reports carrying it",
+    )
 
     @property
     def d(self) -> int:
+        """The number of values of the attribute."""
+        return len(self.domain)
+
+    @property
+    def cells(self) -> int:
+        """The number of values the mechanism sees: ``d``, or ``d·k`` jointly with a label."""
+        return self.d * self.classes
+
+    @property
+    def is_feature(self) -> bool:
+        """Whether it is reported jointly with the collection's label."""
+        return self.classes > 1
+
+
+class LabelConfig(BaseModel):
+    """The label of a collection: never reported alone, only jointly with each feature."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    domain: list[str]
+
+    @property
+    def k(self) -> int:
+        """The number of classes."""
         return len(self.domain)
 
 
@@ -62,16 +133,45 @@ class CollectionConfig(BaseModel):
     report_bytes: int
     stats_length: int
     config_hash: str
+    label: LabelConfig | None = Field(
+        default=None,
+        exclude_if=_is_none,
+        description="the label (class) of a naive Bayes collection; it has no segment",
+    )
+    selector_bytes: int = Field(
+        default=0,
+        exclude_if=_is_zero,
+        description="budget 'sample': bytes of the leading attribute selector (1 or 2)",
+    )
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def budget(self) -> str:
+        return self.spec.budget
 
     def attribute(self, name: str) -> AttributeConfig:
         for attribute in self.attributes:
             if attribute.name == name:
                 return attribute
         raise KeyError(name)
+
+    @property
+    def features(self) -> list[AttributeConfig]:
+        """The attributes reported jointly with the label (empty without a label)."""
+        return [a for a in self.attributes if a.is_feature]
+
+    @property
+    def sampled(self) -> list[AttributeConfig]:
+        """Budget ``sample``: the attributes a report may carry, in selector order."""
+        return [a for a in self.attributes if a.sample_index is not None]
+
+    @property
+    def record_names(self) -> list[str]:
+        """The keys of a raw record: every attribute of the spec, label included."""
+        return [a.name for a in self.spec.attributes]
 
 
 def spec_hash(spec: CollectionSpec) -> str:
@@ -86,21 +186,30 @@ def spec_hash(spec: CollectionSpec) -> str:
 
 
 def attribute_epsilons(spec: CollectionSpec) -> list[float | None]:
-    """ε per attribute under the ``split`` budget; ``None`` for MASK (ε set by its p)."""
-    total_weight = sum(a.weight for a in spec.attributes if not a.is_basket)
+    """ε per attribute of ``spec.attributes``; ``None`` for MASK (ε set by its p) and the label.
+
+    ``split``: ``ε·w_j/Σw`` over the reported non-MASK attributes (the label, which has no
+    report of its own, takes no share). ``sample``: the full ``ε`` for each of them, since
+    a report carries only one.
+    """
+    reported = [a for a in spec.attributes if not a.is_basket and a.name != spec.label]
+    total_weight = sum(a.weight for a in reported)
     out: list[float | None] = []
     for a in spec.attributes:
-        if a.is_basket:
+        if a.is_basket or a.name == spec.label:
             out.append(None)
+            continue
+        assert spec.epsilon is not None  # guaranteed by CollectionSpec validation
+        if spec.budget == "sample":
+            out.append(spec.epsilon)
         else:
-            assert spec.epsilon is not None  # guaranteed by CollectionSpec validation
             out.append(spec.epsilon * a.weight / total_weight)
     return out
 
 
-def make_mechanism(attribute: AttributeSpec, epsilon: float | None) -> Mechanism:
-    """The mechanism object of one attribute."""
-    d = len(attribute.domain)
+def make_mechanism(attribute: AttributeSpec, epsilon: float | None, classes: int = 1) -> Mechanism:
+    """The mechanism object of one attribute (over ``d·classes`` cells for a feature)."""
+    d = len(attribute.domain) * classes
     if attribute.mechanism == "mask":
         assert attribute.keep_probability is not None
         return Mask(d=d, keep_probability=attribute.keep_probability)
@@ -115,20 +224,52 @@ def index_width(d: int) -> int:
     return 1 if d <= 256 else 2
 
 
+def _segment_length(encoding: Encoding, cells: int) -> int:
+    return index_width(cells) if encoding == "index" else (cells + 7) // 8
+
+
 def build_config(spec: CollectionSpec) -> CollectionConfig:
-    """Derive the public config (p, q, exact ε, layout, hash) from a validated spec."""
-    attributes: list[AttributeConfig] = []
-    byte_offset = 0
-    stats_offset = 0
-    total_epsilon = 0.0
+    """Derive the public config (p, q, exact ε, layout, hash) from a validated spec.
+
+    The record's ε: ``split``, the sum of the reported attributes' exact ε (sequential
+    composition); ``sample``, the largest exact ε among the attributes a report may
+    carry (one of them is reported; which one is independent of the data), plus the
+    MASK attributes' ε either way.
+    """
+    label = spec.label_attribute
+    k = 1 if label is None else len(label.domain)
+    sample = spec.budget == "sample"
+    planned: list[tuple[AttributeSpec, Mechanism, int, Encoding, int]] = []
     for attribute, eps in zip(spec.attributes, attribute_epsilons(spec), strict=True):
-        mechanism = make_mechanism(attribute, eps)
-        d = len(attribute.domain)
+        if attribute.name == spec.label:
+            continue
+        classes = 1 if attribute.is_basket else k
+        mechanism = make_mechanism(attribute, eps, classes)
         encoding: Encoding = "index" if attribute.mechanism == "grr" else "bits"
-        length = index_width(d) if encoding == "index" else (d + 7) // 8
+        planned.append((attribute, mechanism, classes, encoding, mechanism.d))
+    n_sampled = sum(1 for a, *_ in planned if not a.is_basket) if sample else 0
+    selector = index_width(n_sampled) if sample else 0
+    payload = max(
+        (_segment_length(enc, cells) for a, _, _, enc, cells in planned if not a.is_basket),
+        default=0,
+    )
+    attributes: list[AttributeConfig] = []
+    byte_offset = selector + (payload if sample else 0)
+    stats_offset = 0
+    sampled_epsilon = 0.0
+    other_epsilon = 0.0
+    for attribute, mechanism, classes, encoding, cells in planned:
+        length = _segment_length(encoding, cells)
         exact = mechanism.exact_epsilon
         if not math.isfinite(exact):
             raise ConfigurationError(f"attribute {attribute.name!r}: ε is not finite")
+        in_sample = sample and not attribute.is_basket
+        count_offset = stats_offset if in_sample else None
+        if in_sample:
+            stats_offset += 1
+            sampled_epsilon = max(sampled_epsilon, exact)
+        else:
+            other_epsilon += exact
         attributes.append(
             AttributeConfig(
                 name=attribute.name,
@@ -140,32 +281,45 @@ def build_config(spec: CollectionSpec) -> CollectionConfig:
                 keep_probability=attribute.keep_probability,
                 item_epsilon=mechanism.item_epsilon if isinstance(mechanism, Mask) else None,
                 encoding=encoding,
-                byte_offset=byte_offset,
+                byte_offset=selector if in_sample else byte_offset,
                 byte_length=length,
                 stats_offset=stats_offset,
+                classes=classes,
+                sample_index=sum(1 for a in attributes if a.sample_index is not None)
+                if in_sample
+                else None,
+                count_offset=count_offset,
             )
         )
-        byte_offset += length
-        stats_offset += d
-        total_epsilon += exact
+        if not in_sample:
+            byte_offset += length
+        stats_offset += cells
     return CollectionConfig(
         format_version=FORMAT_VERSION,
         spec=spec,
         attributes=attributes,
-        epsilon=total_epsilon,
+        epsilon=sampled_epsilon + other_epsilon,
         report_bytes=byte_offset,
         stats_length=stats_offset,
         config_hash=spec_hash(spec),
+        label=None if label is None else LabelConfig(name=label.name, domain=list(label.domain)),
+        selector_bytes=selector,
     )
 
 
 def mechanisms_of(config: CollectionConfig) -> list[Mechanism]:
     """The mechanism objects of a config's attributes, in layout order."""
-    return [
-        make_mechanism(attribute, eps)
-        for attribute, eps in zip(
-            config.spec.attributes, attribute_epsilons(config.spec), strict=True
+    specs = {a.name: a for a in config.spec.attributes}
+    epsilons = dict(
+        zip(
+            (a.name for a in config.spec.attributes),
+            attribute_epsilons(config.spec),
+            strict=True,
         )
+    )
+    return [
+        make_mechanism(specs[attribute.name], epsilons[attribute.name], attribute.classes)
+        for attribute in config.attributes
     ]
 
 

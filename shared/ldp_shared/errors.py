@@ -70,6 +70,13 @@ class CollectionNotFoundError(NotFoundError):
     title = "Collection not found"
 
 
+class ModelNotFoundError(NotFoundError):
+    """No model of this kind has this id in the collection."""
+
+    type_slug = "model-not-found"
+    title = "Model not found"
+
+
 class ConflictError(LDPError):
     """The resource exists already (collections are immutable once created)."""
 
@@ -156,6 +163,7 @@ ALL_ERRORS: tuple[type[LDPError], ...] = (
     InvalidQueryError,
     NotFoundError,
     CollectionNotFoundError,
+    ModelNotFoundError,
     ConflictError,
     InsufficientReportsError,
     AuthenticationError,

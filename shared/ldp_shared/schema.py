@@ -4,6 +4,12 @@ A spec is validated here, once, for client and server alike: names are identifie
 domains have at least two distinct values, ε is positive and finite, a MASK keep
 probability lies in (0.5, 1). :mod:`ldp_shared.collection` derives the public config
 (p, q, exact ε, bit layout, hash) from it.
+
+A spec may name one categorical attribute as its ``label`` (the class of a naive Bayes
+model, Yilmaz, Al-Rubaie and Chang, "Locally Differentially Private Naive Bayes
+Classification", arXiv:1905.01039, 2019). Every other non-MASK attribute (a *feature*)
+is then reported jointly with the class, and the label gets no report of its own; see
+:mod:`ldp_shared.collection` for the encoding.
 """
 
 from __future__ import annotations
@@ -16,8 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 MechanismName = Literal["sue", "oue", "grr", "mask"]
 """``sue``/``oue``/``grr`` report one categorical value; ``mask`` reports a set of items."""
 
-BudgetMode = Literal["split"]
-"""``split``: the record's ε is divided over its non-MASK attributes by their weights."""
+BudgetMode = Literal["split", "sample"]
+"""How a record's ε is spent on its non-MASK attributes (MASK attributes always report).
+
+``split``: every attribute is reported, attribute ``j`` with ``ε·w_j/Σw`` (sequential
+composition: the record costs ``Σ ε_j = ε``). ``sample``: each record reports ONE
+attribute, chosen uniformly at random on the device independently of the data, with the
+full ``ε``; the report says which one. The choice leaks nothing, so the record costs ``ε``.
+"""
 
 ATTRIBUTE_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 COLLECTION_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
@@ -27,6 +39,11 @@ CollectionName = Annotated[str, StringConstraints(pattern=COLLECTION_NAME_PATTER
 DomainValue = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 MAX_DOMAIN_SIZE = 65_536
+"""Largest number of values of one attribute, and of the cells ``d·k`` of a feature
+reported jointly with a label of ``k`` classes."""
+
+JOINT_MECHANISMS = ("sue", "oue")
+"""The mechanisms of a label collection's features and label: unary encoding only."""
 
 
 class _Frozen(BaseModel):
@@ -87,12 +104,44 @@ class CollectionSpec(_Frozen):
     )
     budget: BudgetMode = "split"
     release: ReleasePolicy = ReleasePolicy()
+    # Left out of the serialised spec when unset, so a spec without a label serialises
+    # exactly as before labels existed: its config hash and published JSON are unchanged.
+    label: AttributeName | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description=(
+            "the categorical attribute that is the class of a naive Bayes model: every "
+            "other non-MASK attribute is then reported jointly with it"
+        ),
+    )
+
+    @property
+    def features(self) -> list[AttributeSpec]:
+        """The attributes reported jointly with the label (empty without a label)."""
+        if self.label is None:
+            return []
+        return [a for a in self.attributes if not a.is_basket and a.name != self.label]
+
+    @property
+    def label_attribute(self) -> AttributeSpec | None:
+        """The label's attribute spec, or ``None``."""
+        return next((a for a in self.attributes if a.name == self.label), None)
 
     @model_validator(mode="after")
     def _check(self) -> CollectionSpec:
         names = [a.name for a in self.attributes]
         if len(set(names)) != len(names):
             raise ValueError("attribute names must be unique")
+        self._check_label()
+        if self.budget == "sample":
+            weighted = [a.name for a in self.attributes if not a.is_basket and a.weight != 1.0]
+            if weighted:
+                raise ValueError(
+                    "budget 'sample' gives the chosen attribute the full ε, so weights do not"
+                    f" apply; remove the weights of {', '.join(weighted)}"
+                )
+            if all(a.is_basket for a in self.attributes):
+                raise ValueError("budget 'sample' needs at least one non-MASK attribute")
         needs_budget = any(not a.is_basket for a in self.attributes)
         eps = self.epsilon
         if eps is not None and (not math.isfinite(eps) or eps <= 0.0):
@@ -102,3 +151,39 @@ class CollectionSpec(_Frozen):
         if not needs_budget and eps is not None:
             raise ValueError("epsilon is set by keep_probability when all attributes are MASK")
         return self
+
+    def _check_label(self) -> None:
+        if self.label is None:
+            return
+        label = self.label_attribute
+        if label is None:
+            raise ValueError(f"label {self.label!r} is not one of the attributes")
+        if label.is_basket:
+            raise ValueError(
+                f"label {self.label!r} must be a categorical attribute (one value per record),"
+                " not a MASK basket"
+            )
+        if label.weight != 1.0:
+            raise ValueError(
+                f"label {self.label!r} has no report of its own (it is reported jointly with"
+                " every feature), so it takes no share of ε: remove its weight"
+            )
+        for attribute in [label, *self.features]:
+            if attribute.mechanism not in JOINT_MECHANISMS:
+                raise ValueError(
+                    f"attribute {attribute.name!r}: a collection with a label reports each"
+                    " feature jointly with the class by unary encoding; use mechanism 'oue'"
+                    f" or 'sue', not {attribute.mechanism!r}"
+                )
+        if not self.features:
+            raise ValueError(
+                f"label {self.label!r} needs at least one other non-MASK attribute (a feature)"
+            )
+        k = len(label.domain)
+        for feature in self.features:
+            cells = len(feature.domain) * k
+            if cells > MAX_DOMAIN_SIZE:
+                raise ValueError(
+                    f"attribute {feature.name!r}: {len(feature.domain)} values × {k} classes"
+                    f" = {cells} joint cells, more than {MAX_DOMAIN_SIZE}"
+                )

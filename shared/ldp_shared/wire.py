@@ -89,3 +89,147 @@ class FrequencyResult(_Wire):
     postprocessed: list[float] | None = Field(
         default=None, description="the estimate after the requested post-processing"
     )
+    attribute_reports: int | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description=(
+            "budget 'sample': how many of the n_reports carried this attribute (absent when"
+            " every report carries it)"
+        ),
+    )
+
+
+# ---------------------------------------------------------------- naive Bayes (issue 3)
+#
+# Yilmaz, Al-Rubaie and Chang, "Locally Differentially Private Naive Bayes
+# Classification" (arXiv:1905.01039, 2019): the model is trained from the estimated joint
+# counts N̂(x_j = v, c) of each feature with the class (ldp_shared.naive_bayes).
+
+MAX_PREDICT_RECORDS = 10_000
+MODEL_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
+
+
+CountRepair = Literal["posterior-mean", "clamp"]
+"""How a noisy joint count is made non-negative before smoothing (``ldp_shared.naive_bayes``)."""
+
+
+class NaiveBayesTrainRequest(_Wire):
+    """What an analyst may choose when training (all optional)."""
+
+    alpha: float = Field(
+        default=1.0,
+        ge=0.0,
+        allow_inf_nan=False,
+        description="additive (Laplace) smoothing added to every repaired joint count",
+    )
+    repair: CountRepair = Field(
+        default="posterior-mean",
+        description=(
+            "posterior-mean: E[N | N̂, N ≥ 0] under a flat prior and normal noise "
+            "(N̂ + σ·φ(N̂/σ)/Φ(N̂/σ)); clamp: max(N̂, 0)"
+        ),
+    )
+    confidence: float = Field(
+        default=0.95, gt=0.0, lt=1.0, description="level of the counts' intervals"
+    )
+
+
+class NaiveBayesSmoothing(_Wire):
+    """How raw unbiased counts became the model's probabilities (stated in every model)."""
+
+    alpha: float
+    repair: CountRepair
+    floor: float = Field(description="smallest smoothed count (keeps every logarithm finite)")
+    rule: str = Field(description="the formula, in words")
+
+
+class NaiveBayesFeature(_Wire):
+    """One feature's conditional probability table and the counts it was derived from.
+
+    Matrices are class-major: row ``c`` (in ``classes`` order), column ``v`` (in
+    ``values`` order), as scikit-learn's ``CategoricalNB`` keeps them.
+    """
+
+    name: str
+    values: list[str]
+    mechanism: str
+    epsilon: float = Field(description="exact ε of one report of this feature")
+    p: float
+    q: float
+    n_reports: int = Field(description="reports that carried this feature (n_j)")
+    counts: list[list[float]] = Field(
+        description="raw unbiased joint counts N̂(x=v, c) = n_j·f̂ among those reports"
+    )
+    stderr: list[list[float]]
+    ci_low: list[list[float]]
+    ci_high: list[list[float]]
+    negative_counts: int = Field(description="cells whose raw estimate was below 0 (clamped)")
+    smoothed_counts: list[list[float]]
+    probabilities: list[list[float]] = Field(description="P(x = v | c)")
+    log_prob: list[list[float]] = Field(description="ln P(x = v | c)")
+
+
+class NaiveBayesModel(_Wire):
+    """A naive Bayes classifier trained from a label collection's sufficient statistics."""
+
+    id: str
+    kind: Literal["naive-bayes"] = "naive-bayes"
+    collection: str
+    config_hash: str
+    created_day: str = Field(description="UTC day of training (ISO 8601)")
+    label: str
+    classes: list[str]
+    n_reports: int = Field(description="reports the model was trained from")
+    epsilon: float = Field(description="exact ε of one record of the collection")
+    budget: Literal["split", "sample"]
+    confidence: float
+    class_counts: list[float] = Field(
+        description="raw unbiased N̂(c) over all reports (combined over the features)"
+    )
+    class_counts_stderr: list[float]
+    class_counts_ci_low: list[float]
+    class_counts_ci_high: list[float]
+    class_smoothed_counts: list[float]
+    class_prior: list[float]
+    class_log_prior: list[float]
+    features: list[NaiveBayesFeature]
+    smoothing: NaiveBayesSmoothing
+
+
+class NaiveBayesPredictRequest(_Wire):
+    """Records to classify: the analyst's own queries, in the clear, never stored."""
+
+    records: list[dict[str, str]] = Field(min_length=1, max_length=MAX_PREDICT_RECORDS)
+
+
+class NaiveBayesPrediction(_Wire):
+    predicted: str
+    probabilities: list[float] = Field(description="P(c | record), in the model's class order")
+
+
+class NaiveBayesPredictions(_Wire):
+    model_id: str
+    label: str
+    classes: list[str]
+    predictions: list[NaiveBayesPrediction]
+
+
+class CategoricalNBExport(_Wire):
+    """The model as the attributes of a fitted scikit-learn ``CategoricalNB``.
+
+    ``feature_log_prob_[j]`` is ``k × d_j``; a record is encoded as the index of each
+    feature's value in ``categories[j]``, in ``feature_names`` order. A ``CategoricalNB``
+    with these attributes set (see ``ldp_shared.naive_bayes.to_categorical_nb``) predicts
+    exactly as the model.
+    """
+
+    feature_names: list[str]
+    categories: list[list[str]]
+    classes_: list[str]
+    class_count_: list[float]
+    class_log_prior_: list[float]
+    category_count_: list[list[list[float]]]
+    feature_log_prob_: list[list[list[float]]]
+    n_categories_: list[int]
+    n_features_in_: int
+    alpha: float

@@ -1,0 +1,190 @@
+"""Frequency estimates from joint (feature × class) reports and from sampled reports.
+
+Label collections (Yilmaz, Al-Rubaie and Chang, "Locally Differentially Private Naive
+Bayes Classification", arXiv:1905.01039, 2019) report feature ``j`` of a record of class
+``c`` as cell ``x_j·k + c`` of ``d_j·k`` unary-encoded cells. Over the ``n_j`` reports
+carrying feature ``j``, with ``S_vc`` of them having bit ``(v, c)`` set, the debiased
+frequency of a cell is (DESIGN.md §3)
+
+    f̂(v, c) = (S_vc/n_j - q) / (p - q),   Var = [f p(1-p) + (1-f) q(1-q)] / (n_j (p-q)²).
+
+Given the records, the perturbed bits are independent, so sums of cells have variances
+that add up. Each report has exactly one true cell, hence
+
+* the feature's marginal ``f̂(v) = Σ_c f̂(v, c)`` (``k`` cells, one of them true in a
+  fraction ``f_v`` of the reports): ``Var = [f_v p(1-p) + (k - f_v) q(1-q)] / (n_j (p-q)²)``;
+* the class distribution seen through feature ``j``, ``ĝ_j(c) = Σ_v f̂(v, c)``
+  (``d_j`` cells): ``Var = [g p(1-p) + (d_j - g) q(1-q)] / (n_j (p-q)²)``. The features'
+  perturbations are independent, so the label's estimate combines them with weights
+  ``w_j ∝ 1/V_j(1/k)`` fixed in advance (the variance at the uniform class frequency,
+  so the weights do not depend on the data and the combination stays unbiased):
+  ``π̂(c) = Σ_j w_j ĝ_j(c)``, ``Var = Σ_j w_j² V_j(π̂(c))``.
+
+Budget ``sample``: the ``n_j`` reports carrying attribute ``j`` are a uniformly random
+subset of all ``n``. Their frequency estimates the frequency among those ``n_j``
+reporters; as an estimate of the frequency among all ``n`` it has the additional
+sampling variance (without replacement) ``f(1-f)/n_j · (n-n_j)/(n-1)``, which is added
+to every released standard error (it is zero when ``n_j = n``, i.e. under ``split``).
+For the label, treating the features' (disjoint, hence negatively correlated) samples
+as independent overstates that term slightly: the intervals err on the safe side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldp_shared.collection import AttributeConfig, CollectionConfig, mechanisms_of
+from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
+from ldp_shared.kernel import FloatArray, FrequencyEstimate, frequency_variance, z_value
+
+Sums = NDArray[np.integer] | FloatArray
+
+
+def attribute_reports(attribute: AttributeConfig, n: int, sums: Sums) -> int:
+    """``n_j``: how many of the ``n`` reports carried the attribute (all of them under split)."""
+    if attribute.count_offset is None:
+        return n
+    return int(sums[attribute.count_offset])
+
+
+def attribute_sums(attribute: AttributeConfig, sums: Sums) -> NDArray[np.int64]:
+    """The attribute's per-cell counters."""
+    block = sums[attribute.stats_offset : attribute.stats_offset + attribute.cells]
+    return np.asarray(block, dtype=np.int64)
+
+
+def sampling_variance(f: FloatArray, n_j: int, n: int) -> FloatArray:
+    """``f(1-f)/n_j · (n-n_j)/(n-1)``: a uniform sample of ``n_j`` of ``n`` reporters."""
+    fc = np.clip(np.asarray(f, dtype=np.float64), 0.0, 1.0)
+    if n_j >= n or n <= 1:
+        return np.zeros_like(fc)
+    out: FloatArray = fc * (1.0 - fc) / n_j * (n - n_j) / (n - 1)
+    return out
+
+
+def sum_variance(f: FloatArray, cells: int, n_j: int, p: float, q: float) -> FloatArray:
+    """Variance of a sum of ``cells`` debiased frequencies of which, in a fraction ``f`` of
+    the reports, one is the true cell: ``[f p(1-p) + (cells - f) q(1-q)] / (n_j (p-q)²)``."""
+    fc = np.clip(np.asarray(f, dtype=np.float64), 0.0, 1.0)
+    out: FloatArray = (fc * p * (1.0 - p) + (cells - fc) * q * (1.0 - q)) / (n_j * (p - q) ** 2)
+    return out
+
+
+def _require_reports(attribute: AttributeConfig, n_j: int) -> None:
+    if n_j <= 0:
+        raise InsufficientReportsError(
+            f"no report has carried attribute {attribute.name!r} yet (budget 'sample')"
+        )
+
+
+@dataclass(frozen=True)
+class JointEstimate:
+    """Debiased joint frequencies of one feature with the class, class-major (``k × d``)."""
+
+    attribute: AttributeConfig
+    n_reports: int
+    frequencies: FloatArray
+    variance: FloatArray
+
+    @property
+    def counts(self) -> FloatArray:
+        """``N̂(x=v, c) = n_j·f̂(v, c)``: estimated reporters (among the ``n_j``) per cell."""
+        return self.frequencies * self.n_reports
+
+
+def joint_estimate(attribute: AttributeConfig, n: int, sums: Sums) -> JointEstimate:
+    """The joint frequencies of feature ``attribute`` from the collection's statistics."""
+    if not attribute.is_feature:
+        raise InvalidQueryError(f"attribute {attribute.name!r} is not reported with a label")
+    n_j = attribute_reports(attribute, n, sums)
+    _require_reports(attribute, n_j)
+    p, q, k = attribute.p, attribute.q, attribute.classes
+    # cell x·k + c → row x, column c; transposed to class-major as CategoricalNB keeps it
+    f = ((attribute_sums(attribute, sums) / n_j - q) / (p - q)).reshape(attribute.d, k).T
+    return JointEstimate(
+        attribute=attribute,
+        n_reports=n_j,
+        frequencies=np.ascontiguousarray(f),
+        variance=frequency_variance(f, n_j, p, q),
+    )
+
+
+def _estimate(
+    n: int, estimate: FloatArray, variance: FloatArray, confidence: float
+) -> FrequencyEstimate:
+    z = z_value(confidence)
+    se = np.sqrt(variance)
+    return FrequencyEstimate(
+        n=n,
+        estimate=estimate,
+        stderr=se,
+        ci_low=estimate - z * se,
+        ci_high=estimate + z * se,
+        confidence=confidence,
+    )
+
+
+def feature_marginal(
+    attribute: AttributeConfig, n: int, sums: Sums, confidence: float = 0.95
+) -> FrequencyEstimate:
+    """``f̂(v) = Σ_c f̂(v, c)`` for a feature, with its variance (module docstring)."""
+    joint = joint_estimate(attribute, n, sums)
+    f = joint.frequencies.sum(axis=0)
+    p, q = attribute.p, attribute.q
+    variance = sum_variance(f, attribute.classes, joint.n_reports, p, q)
+    variance = variance + sampling_variance(f, joint.n_reports, n)
+    return _estimate(n, f, variance, confidence)
+
+
+def label_weights(config: CollectionConfig, n: int, sums: Sums) -> FloatArray:
+    """The features' weights ``w_j ∝ 1/V_j(1/k)`` of :func:`label_estimate` (sum one)."""
+    if config.label is None:
+        raise InvalidQueryError(f"collection {config.name!r} has no label")
+    at_uniform = np.array([1.0 / config.label.k])
+    designs = []
+    for attribute in config.features:
+        n_j = attribute_reports(attribute, n, sums)
+        _require_reports(attribute, n_j)
+        design = sum_variance(at_uniform, attribute.d, n_j, attribute.p, attribute.q)
+        designs.append(float((design + sampling_variance(at_uniform, n_j, n))[0]))
+    variances = np.asarray(designs)
+    if np.any(variances == 0.0):  # noiseless features (p = 1, q = 0): those alone, equally
+        exact: FloatArray = (variances == 0.0) / np.sum(variances == 0.0)
+        return exact
+    out: FloatArray = (1.0 / variances) / np.sum(1.0 / variances)
+    return out
+
+
+def label_estimate(
+    config: CollectionConfig, n: int, sums: Sums, confidence: float = 0.95
+) -> FrequencyEstimate:
+    """The class distribution ``π̂(c) = Σ_j w_j ĝ_j(c)``, with its variance (module docstring)."""
+    weights = label_weights(config, n, sums)
+    assert config.label is not None
+    pi = np.zeros(config.label.k)
+    variance = np.zeros(config.label.k)
+    joints = [joint_estimate(attribute, n, sums) for attribute in config.features]
+    for w, joint in zip(weights, joints, strict=True):
+        pi += w * joint.frequencies.sum(axis=1)
+    for w, joint in zip(weights, joints, strict=True):
+        a = joint.attribute
+        v = sum_variance(pi, a.d, joint.n_reports, a.p, a.q)
+        variance += w**2 * (v + sampling_variance(pi, joint.n_reports, n))
+    return _estimate(n, pi, variance, confidence)
+
+
+def sampled_estimate(
+    config: CollectionConfig, attribute: AttributeConfig, n: int, sums: Sums, confidence: float
+) -> FrequencyEstimate:
+    """A non-feature attribute under budget ``sample``: its mechanism's estimate over the
+    ``n_j`` reports that carried it, plus the sampling variance."""
+    n_j = attribute_reports(attribute, n, sums)
+    _require_reports(attribute, n_j)
+    index = config.attributes.index(attribute)
+    mechanism = mechanisms_of(config)[index]
+    own = mechanism.estimate(attribute_sums(attribute, sums), n_j, confidence)
+    variance = own.stderr**2 + sampling_variance(own.estimate, n_j, n)
+    return _estimate(n, own.estimate, variance, confidence)
