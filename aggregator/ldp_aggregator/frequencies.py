@@ -1,4 +1,10 @@
-"""Frequency estimation from the sufficient statistics alone (O(d), never the reports)."""
+"""Frequency estimation from the sufficient statistics alone (O(d), never the reports).
+
+In a label collection (naive Bayes) a feature's frequencies are the sums over the classes
+of its joint estimates, and the label's are combined over the features
+(:mod:`ldp_shared.joint`, with their variances); under the ``sample`` budget each
+attribute is estimated from the reports that carried it, with the sampling variance added.
+"""
 
 from __future__ import annotations
 
@@ -10,34 +16,50 @@ from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.stats import Stats, read_stats
 from ldp_shared.collection import CollectionConfig, mechanisms_of
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
-from ldp_shared.kernel import z_value
+from ldp_shared.joint import (
+    attribute_reports,
+    feature_marginal,
+    label_estimate,
+    sampled_estimate,
+)
+from ldp_shared.kernel import FrequencyEstimate, z_value
 from ldp_shared.postprocess import POSTPROCESS_METHODS, PostProcess, postprocess
 from ldp_shared.wire import FrequencyResult
 
 
 def check_frequency_query(
     config: CollectionConfig, attribute: str, confidence: float, method: str
-) -> tuple[int, PostProcess]:
-    """Validate a query; returns the attribute's position and the post-processing method."""
+) -> tuple[int | None, PostProcess]:
+    """Validate a query; returns the attribute's position (``None`` for the label) and the
+    post-processing method."""
     names = [a.name for a in config.attributes]
-    if attribute not in names:
+    label = None if config.label is None else config.label.name
+    if attribute not in names and attribute != label:
+        known = names if label is None else [*names, label]
         raise InvalidQueryError(
             f"collection {config.name!r} has no attribute {attribute!r}; "
-            f"its attributes are {', '.join(names)}"
+            f"its attributes are {', '.join(known)}"
         )
     z_value(confidence)  # raises InvalidQueryError outside (0, 1)
     if method not in POSTPROCESS_METHODS:
         raise InvalidQueryError(
             f"unknown post-processing {method!r}; choose one of {', '.join(POSTPROCESS_METHODS)}"
         )
-    known: PostProcess = method
+    known_method: PostProcess = method
+    if attribute == label:
+        return None, known_method
     index = names.index(attribute)
-    if known != "none" and config.attributes[index].mechanism == "mask":
+    if known_method != "none" and config.attributes[index].mechanism == "mask":
         raise InvalidQueryError(
             f"attribute {attribute!r} is a basket (MASK): its item supports need not sum "
             "to 1, so post-processing onto the simplex does not apply; use postprocess=none"
         )
-    return index, known
+    return index, known_method
+
+
+def _label_mechanism(config: CollectionConfig) -> str:
+    mechanisms = sorted({a.mechanism for a in config.features})
+    return "joint " + "+".join(mechanisms)
 
 
 def frequency_result(
@@ -55,31 +77,51 @@ def frequency_result(
     """
     index, known = check_frequency_query(config, attribute, confidence, method)
     minimum = config.spec.release.min_reports
-    if stats.n_reports < minimum:
+    n = stats.n_reports
+    if n < minimum:
         raise InsufficientReportsError(
-            f"collection {config.name!r} has {stats.n_reports} reports; "
+            f"collection {config.name!r} has {n} reports; "
             f"its release policy needs at least {minimum}"
         )
-    attr = config.attributes[index]
-    sums: NDArray[np.int64] = stats.sums[attr.stats_offset : attr.stats_offset + attr.d]
-    estimate = mechanisms_of(config)[index].estimate(sums, stats.n_reports, confidence)
+    carried: int | None = None
+    estimate: FrequencyEstimate
+    if index is None:
+        assert config.label is not None
+        estimate = label_estimate(config, n, stats.sums, confidence)
+        name, mechanism, values = config.label.name, _label_mechanism(config), config.label.domain
+        epsilon = sum(a.epsilon for a in config.features)
+        if config.spec.budget == "sample":
+            epsilon = max(a.epsilon for a in config.features)
+    else:
+        attr = config.attributes[index]
+        name, mechanism, values, epsilon = attr.name, attr.mechanism, attr.domain, attr.epsilon
+        if attr.sample_index is not None:
+            carried = attribute_reports(attr, n, stats.sums)
+        if attr.is_feature:
+            estimate = feature_marginal(attr, n, stats.sums, confidence)
+        elif attr.sample_index is not None:
+            estimate = sampled_estimate(config, attr, n, stats.sums, confidence)
+        else:
+            sums: NDArray[np.int64] = stats.sums[attr.stats_offset : attr.stats_offset + attr.d]
+            estimate = mechanisms_of(config)[index].estimate(sums, n, confidence)
     repaired = None if known == "none" else postprocess(estimate.estimate, known).tolist()
     return FrequencyResult(
         collection=config.name,
-        attribute=attr.name,
-        mechanism=attr.mechanism,
-        n_reports=stats.n_reports,
-        epsilon=attr.epsilon,
+        attribute=name,
+        mechanism=mechanism,
+        n_reports=n,
+        epsilon=epsilon,
         record_epsilon=config.epsilon,
         confidence=confidence,
         postprocess=known,
-        values=list(attr.domain),
+        values=list(values),
         estimate=estimate.estimate.tolist(),
         counts=estimate.counts.tolist(),
         stderr=estimate.stderr.tolist(),
         ci_low=estimate.ci_low.tolist(),
         ci_high=estimate.ci_high.tolist(),
         postprocessed=repaired,
+        attribute_reports=carried,
     )
 
 

@@ -25,6 +25,13 @@ from ldp_client.batching import (
     rejection_error,
     summarize,
 )
+from ldp_client.naive_bayes import (
+    export_naive_bayes_call,
+    get_naive_bayes_call,
+    list_naive_bayes_call,
+    predict_naive_bayes_call,
+    train_naive_bayes_call,
+)
 from ldp_client.protocol import (
     ApiCall,
     Outcome,
@@ -46,7 +53,15 @@ from ldp_shared.codec import Columns, Record
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import PayloadTooLargeError
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import BatchResult, FrequencyResult, Report
+from ldp_shared.wire import (
+    BatchResult,
+    CategoricalNBExport,
+    CountRepair,
+    FrequencyResult,
+    NaiveBayesModel,
+    NaiveBayesPredictions,
+    Report,
+)
 
 __all__ = ["AsyncLDPClient"]
 
@@ -163,6 +178,47 @@ class AsyncLDPClient:
     ) -> FrequencyResult:
         """Frequency estimates of one attribute, with standard errors (analyst token)."""
         return await self._call(frequencies_call(name, attribute, confidence, postprocess))
+
+    # ------------------------------------------------------------------ naive Bayes
+
+    async def train_naive_bayes(
+        self,
+        name: str,
+        *,
+        alpha: float = 1.0,
+        repair: CountRepair = "posterior-mean",
+        confidence: float = 0.95,
+    ) -> NaiveBayesModel:
+        """Train a naive Bayes model of a label collection and store it (analyst token).
+
+        Trained from the collection's sufficient statistics only (Yilmaz et al. 2019);
+        returns priors, conditional probability tables, the raw joint counts with their
+        standard errors and the smoothing applied. Raises
+        :class:`~ldp_shared.errors.InsufficientReportsError` below the release minimum.
+        """
+        call = train_naive_bayes_call(name, alpha=alpha, repair=repair, confidence=confidence)
+        return await self._call(call)
+
+    async def list_naive_bayes(self, name: str) -> list[str]:
+        """The ids of a collection's naive Bayes models (analyst token)."""
+        return await self._call(list_naive_bayes_call(name))
+
+    async def get_naive_bayes(self, name: str, model_id: str) -> NaiveBayesModel:
+        """A stored naive Bayes model (analyst token)."""
+        return await self._call(get_naive_bayes_call(name, model_id))
+
+    async def predict_naive_bayes(
+        self, name: str, model_id: str, records: Sequence[Mapping[str, Any]]
+    ) -> NaiveBayesPredictions:
+        """Classify records (the analyst's own, sent in the clear, never stored) with a model."""
+        return await self._call(predict_naive_bayes_call(name, model_id, records))
+
+    async def export_naive_bayes(self, name: str, model_id: str) -> CategoricalNBExport:
+        """A model as the attributes of scikit-learn's ``CategoricalNB`` (analyst token).
+
+        ``ldp_shared.naive_bayes.to_categorical_nb`` turns it into a fitted estimator.
+        """
+        return await self._call(export_naive_bayes_call(name, model_id))
 
     # ------------------------------------------------------------------ reports
 

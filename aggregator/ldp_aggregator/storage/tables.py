@@ -70,3 +70,21 @@ reports = Table(
     PrimaryKeyConstraint("collection_id", "report_id"),
     sqlite_with_rowid=False,
 )
+
+# Trained models (naive Bayes, issue 3): the model as released, as JSON. A model is
+# derived from the sufficient statistics only; analysts' prediction queries are never stored.
+models = Table(
+    "models",
+    metadata,
+    Column("model_id", String(64), primary_key=True),
+    Column(
+        "collection_id",
+        Integer,
+        ForeignKey("collections.id", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    Column("kind", String(32), nullable=False),
+    Column("created_day", Date, nullable=False),
+    Column("model_json", Text, nullable=False),
+)

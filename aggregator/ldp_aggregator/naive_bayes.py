@@ -1,0 +1,104 @@
+"""Naive Bayes models of a label collection: train, store, read back, predict, export.
+
+The mathematics is :mod:`ldp_shared.naive_bayes` (Yilmaz, Al-Rubaie and Chang,
+arXiv:1905.01039, 2019). Training reads the collection's sufficient statistics only
+(O(Σ d_j·k), never the reports) and stores the model as released, in the same
+transaction that reads the statistics' snapshot. Prediction queries are the analyst's
+own records: they are classified in memory and never stored or logged.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping, Sequence
+from datetime import date
+
+from sqlalchemy import Engine
+
+from ldp_aggregator.storage.collections import StoredCollection, utc_today
+from ldp_aggregator.storage.models import insert_model, list_model_ids, load_model_json
+from ldp_aggregator.storage.stats import read_stats
+from ldp_shared import naive_bayes as nb
+from ldp_shared.errors import InvalidQueryError
+from ldp_shared.wire import (
+    CategoricalNBExport,
+    NaiveBayesModel,
+    NaiveBayesPredictions,
+    NaiveBayesTrainRequest,
+)
+
+KIND = "naive-bayes"
+
+
+def new_model_id() -> str:
+    """A fresh random model id (96 bits, URL-safe base64): ids are not guessable or ordered."""
+    return secrets.token_urlsafe(12)
+
+
+def train_model(
+    engine: Engine,
+    collection: StoredCollection,
+    request: NaiveBayesTrainRequest,
+    today: date | None = None,
+) -> NaiveBayesModel:
+    """Train from the collection's statistics and store the model; returns it with its id.
+
+    :class:`InvalidQueryError` for a collection without a label,
+    :class:`~ldp_shared.errors.InsufficientReportsError` below the release minimum (or
+    while a feature has no report). Nothing is stored on error.
+    """
+    config = collection.config
+    if config.label is None:
+        raise InvalidQueryError(
+            f"collection {config.name!r} has no label: naive Bayes needs a collection created"
+            " with one (CollectionSpec.label)"
+        )
+    day = today or utc_today()
+    with engine.begin() as connection:
+        stats = read_stats(connection, collection.id, config.stats_length)
+        model = nb.build_model(
+            config,
+            stats.n_reports,
+            stats.sums,
+            request,
+            model_id=new_model_id(),
+            created_day=day.isoformat(),
+        )
+        insert_model(
+            connection,
+            model_id=model.id,
+            collection_id=collection.id,
+            kind=KIND,
+            created_day=day,
+            model_json=model.model_dump_json(),
+        )
+    return model
+
+
+def get_model(engine: Engine, collection: StoredCollection, model_id: str) -> NaiveBayesModel:
+    """A stored model; :class:`~ldp_shared.errors.ModelNotFoundError` if there is none."""
+    return NaiveBayesModel.model_validate_json(
+        load_model_json(engine, collection.id, KIND, model_id)
+    )
+
+
+def model_ids(engine: Engine, collection: StoredCollection) -> list[str]:
+    """The ids of the collection's naive Bayes models."""
+    return list_model_ids(engine, collection.id, KIND)
+
+
+def predict(
+    engine: Engine,
+    collection: StoredCollection,
+    model_id: str,
+    records: Sequence[Mapping[str, str]],
+) -> NaiveBayesPredictions:
+    """Classify the analyst's records with a stored model (the records are not stored)."""
+    return nb.predict(get_model(engine, collection, model_id), records)
+
+
+def export_model(
+    engine: Engine, collection: StoredCollection, model_id: str
+) -> CategoricalNBExport:
+    """A stored model as the attributes of a scikit-learn ``CategoricalNB``."""
+    return nb.export_categorical_nb(get_model(engine, collection, model_id))

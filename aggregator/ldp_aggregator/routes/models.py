@@ -1,0 +1,102 @@
+"""Models trained from a collection (analyst): naive Bayes (train, read, predict, export)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Depends, Request, Response, status
+from pydantic import BaseModel
+
+from ldp_aggregator import naive_bayes
+from ldp_aggregator.auth import require_analyst
+from ldp_aggregator.deps import app_state
+from ldp_aggregator.problems import problem_responses
+from ldp_shared.wire import (
+    CategoricalNBExport,
+    NaiveBayesModel,
+    NaiveBayesPredictions,
+    NaiveBayesPredictRequest,
+    NaiveBayesTrainRequest,
+)
+
+router = APIRouter(
+    prefix="/v1/collections", tags=["models"], dependencies=[Depends(require_analyst)]
+)
+
+BASE = "/{name}/models/naive-bayes"
+
+
+class ModelList(BaseModel):
+    models: list[str]
+
+
+@router.post(
+    BASE,
+    status_code=status.HTTP_201_CREATED,
+    response_model=NaiveBayesModel,
+    responses=problem_responses(401, 404, 409),
+)
+def train_naive_bayes(
+    name: str,
+    request: Request,
+    response: Response,
+    body: Annotated[NaiveBayesTrainRequest | None, Body()] = None,
+) -> NaiveBayesModel:
+    """Train a naive Bayes model from the collection's sufficient statistics and store it.
+
+    Returns class priors, conditional probability tables, the raw joint counts with
+    their standard errors, the number of reports, ε and the smoothing applied. 409
+    `insufficient-reports` below the release minimum; 422 `invalid-query` for a
+    collection without a label.
+    """
+    state = app_state(request)
+    collection = state.collections.get(name)
+    model = naive_bayes.train_model(state.engine, collection, body or NaiveBayesTrainRequest())
+    response.headers["Location"] = (
+        f"/v1/collections/{collection.name}/models/naive-bayes/{model.id}"
+    )
+    return model
+
+
+@router.get(BASE, response_model=ModelList, responses=problem_responses(401, 404))
+def list_naive_bayes(name: str, request: Request) -> ModelList:
+    """The ids of the collection's naive Bayes models."""
+    state = app_state(request)
+    return ModelList(models=naive_bayes.model_ids(state.engine, state.collections.get(name)))
+
+
+@router.get(
+    BASE + "/{model_id}", response_model=NaiveBayesModel, responses=problem_responses(401, 404)
+)
+def get_naive_bayes(name: str, model_id: str, request: Request) -> NaiveBayesModel:
+    """A stored naive Bayes model, as it was released."""
+    state = app_state(request)
+    return naive_bayes.get_model(state.engine, state.collections.get(name), model_id)
+
+
+@router.post(
+    BASE + "/{model_id}/predict",
+    response_model=NaiveBayesPredictions,
+    responses=problem_responses(401, 404, 413),
+)
+def predict_naive_bayes(
+    name: str, model_id: str, body: NaiveBayesPredictRequest, request: Request
+) -> NaiveBayesPredictions:
+    """Classify the analyst's own records (in the clear; never stored or logged).
+
+    422 `invalid-query` for a missing feature, an unknown attribute or a value outside
+    a feature's domain.
+    """
+    state = app_state(request)
+    return naive_bayes.predict(state.engine, state.collections.get(name), model_id, body.records)
+
+
+@router.get(
+    BASE + "/{model_id}/export",
+    response_model=CategoricalNBExport,
+    responses=problem_responses(401, 404),
+)
+def export_naive_bayes(name: str, model_id: str, request: Request) -> CategoricalNBExport:
+    """The model as the attributes of a fitted scikit-learn `CategoricalNB`."""
+    state = app_state(request)
+    return naive_bayes.export_model(state.engine, state.collections.get(name), model_id)
