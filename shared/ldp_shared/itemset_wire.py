@@ -1,0 +1,197 @@
+"""Wire types of frequent-itemset mining and MASK's privacy measure (JSON over HTTP).
+
+``POST /v1/collections/{name}/itemsets`` takes an :class:`ItemsetQuery` and answers an
+:class:`ItemsetJob`: finished (with its :class:`ItemsetResult`) when mining took less
+than the query's ``wait_seconds``, otherwise queued or running, to be polled at
+``GET /v1/collections/{name}/itemsets/{id}``. ``GET /v1/collections/{name}/privacy``
+answers a :class:`MaskPrivacy`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ldp_shared.collection import AttributeConfig
+from ldp_shared.errors import InvalidQueryError
+from ldp_shared.mechanisms import Mask
+
+JOB_ID_PATTERN = r"^[A-Za-z0-9_-]{16,32}$"
+
+MAX_WAIT_SECONDS = 60.0
+MAX_RULES = 100_000
+
+JobStatus = Literal["queued", "running", "done", "failed"]
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ItemsetQuery(_Wire):
+    """What to mine. Ranges are checked by the aggregator (422 ``invalid-query``)."""
+
+    attribute: str | None = Field(
+        default=None, description="the MASK attribute; may be left out if there is only one"
+    )
+    min_support: float = Field(description="minimum support, in (0, 1]")
+    max_size: int | None = Field(default=None, description="longest itemset (1 to 12)")
+    min_confidence: float = Field(default=0.5, description="minimum rule confidence, in [0, 1]")
+    support_reduction: float = Field(
+        default=0.0,
+        description="r in [0, 1): mine at min_support·(1 - r), the paper's coverage mode",
+    )
+    confidence: float = Field(default=0.95, description="level of the support intervals")
+    max_rules: int = Field(default=1000, description="rules returned at most (strongest first)")
+    privacy_weight: float = Field(
+        default=1.0, description="weight a of the 1s in MASK's privacy measure, in [0, 1]"
+    )
+    wait_seconds: float = Field(
+        default=5.0, description="how long the request waits for the result before a 202"
+    )
+
+    def check_ranges(self) -> None:
+        """:class:`InvalidQueryError` for the fields the mining functions do not check."""
+        if not 0 <= self.max_rules <= MAX_RULES:
+            raise InvalidQueryError(f"max_rules must lie in [0, {MAX_RULES}], got {self.max_rules}")
+        if not 0.0 <= self.wait_seconds <= MAX_WAIT_SECONDS:
+            raise InvalidQueryError(
+                f"wait_seconds must lie in [0, {MAX_WAIT_SECONDS:g}], got {self.wait_seconds}"
+            )
+        if not 0.0 <= self.privacy_weight <= 1.0:
+            raise InvalidQueryError(f"privacy_weight must lie in [0, 1], got {self.privacy_weight}")
+
+
+class ItemsetEstimate(_Wire):
+    """One frequent itemset with its unbiased support estimate."""
+
+    items: list[str]
+    support: float
+    stderr: float
+    ci_low: float
+    ci_high: float
+
+
+class RuleEstimate(_Wire):
+    """``antecedent → consequent`` from the estimated supports."""
+
+    antecedent: list[str]
+    consequent: list[str]
+    support: float
+    confidence: float
+    lift: float
+    antecedent_support: float
+    consequent_support: float
+
+
+class LevelInfo(_Wire):
+    """What mining one itemset length cost."""
+
+    length: int
+    candidates: int
+    frequent: int
+    method: str
+    seconds: float
+
+
+class MaskPrivacy(_Wire):
+    """The privacy of a MASK attribute, in ε and in the paper's reconstruction measure.
+
+    ``R1``/``R0``: the probabilities that a true 1/0 of a basket is reconstructed from
+    its distorted bit, for an item of support ``average_support`` (Rizvi and Haritsa
+    2002, §3); ``R = a·R1 + (1-a)·R0`` with ``a = weight``; ``privacy = (1 - R)·100``.
+    """
+
+    attribute: str
+    keep_probability: float
+    n_items: int
+    item_epsilon: float = Field(description="ε of one item bit: ln(p/(1-p))")
+    basket_epsilon: float = Field(description="ε of a whole basket: m·ln(p/(1-p))")
+    average_support: float
+    weight: float
+    R1: float
+    R0: float
+    R: float
+    privacy: float = Field(description="P = (1 - R)·100 (percent)")
+
+
+def mask_privacy(attribute: AttributeConfig, average_support: float, weight: float) -> MaskPrivacy:
+    """:class:`MaskPrivacy` of a MASK attribute; :class:`InvalidQueryError` otherwise."""
+    if attribute.mechanism != "mask" or attribute.keep_probability is None:
+        raise InvalidQueryError(f"attribute {attribute.name!r} is not a MASK basket")
+    if not 0.0 < average_support < 1.0:
+        raise InvalidQueryError(f"average_support must lie in (0, 1), got {average_support!r}")
+    if not 0.0 <= weight <= 1.0:
+        raise InvalidQueryError(f"weight must lie in [0, 1], got {weight!r}")
+    mask = Mask(d=attribute.d, keep_probability=attribute.keep_probability)
+    measure = mask.reconstruction_privacy(average_support, weight)
+    return MaskPrivacy(
+        attribute=attribute.name,
+        keep_probability=attribute.keep_probability,
+        n_items=attribute.d,
+        item_epsilon=mask.item_epsilon,
+        basket_epsilon=mask.epsilon,
+        average_support=average_support,
+        weight=weight,
+        R1=measure["R1"],
+        R0=measure["R0"],
+        R=measure["R"],
+        privacy=measure["privacy"],
+    )
+
+
+class ItemsetResult(_Wire):
+    """Frequent itemsets and association rules mined from a MASK attribute."""
+
+    collection: str
+    attribute: str
+    n_reports: int
+    keep_probability: float
+    min_support: float
+    support_reduction: float
+    threshold: float = Field(description="min_support·(1 - support_reduction)")
+    max_size: int | None
+    min_confidence: float
+    confidence: float
+    itemsets: list[ItemsetEstimate] = Field(description="by length, then by items")
+    by_length: dict[str, int]
+    rules: list[RuleEstimate] = Field(description="strongest first, at most max_rules")
+    rules_total: int = Field(description="rules above min_confidence before the max_rules cut")
+    privacy: MaskPrivacy = Field(
+        description="MASK's privacy at the estimated average item support of the catalogue"
+    )
+    levels: list[LevelInfo]
+    seconds: float
+
+    def table(self) -> dict[str, list[Any]]:
+        """``{"support": [...], "itemsets": [frozenset(names)]}``: a data frame of this is
+        what ``mlxtend.frequent_patterns.association_rules`` takes (with
+        ``num_itemsets=n_reports``)."""
+        return {
+            "support": [itemset.support for itemset in self.itemsets],
+            "itemsets": [frozenset(itemset.items) for itemset in self.itemsets],
+        }
+
+
+class JobError(_Wire):
+    """Why a job failed, as the problem document the request would have answered."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+
+
+class ItemsetJob(_Wire):
+    """A mining run: its state and, once done, its result."""
+
+    id: str
+    collection: str
+    status: JobStatus
+    query: ItemsetQuery
+    progress: str | None = None
+    created_unix: int
+    updated_unix: int
+    result: ItemsetResult | None = None
+    error: JobError | None = None
