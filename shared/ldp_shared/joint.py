@@ -50,10 +50,10 @@ def attribute_reports(attribute: AttributeConfig, n: int, sums: Sums) -> int:
     return int(sums[attribute.count_offset])
 
 
-def attribute_sums(attribute: AttributeConfig, sums: Sums) -> NDArray[np.int64]:
-    """The attribute's per-cell counters."""
+def attribute_sums(attribute: AttributeConfig, sums: Sums) -> FloatArray:
+    """The attribute's per-cell counters (as floats: exact for counts below 2^53)."""
     block = sums[attribute.stats_offset : attribute.stats_offset + attribute.cells]
-    return np.asarray(block, dtype=np.int64)
+    return np.asarray(block, dtype=np.float64)
 
 
 def sampling_variance(f: FloatArray, n_j: int, n: int) -> FloatArray:

@@ -186,7 +186,7 @@ def feature_counts(config: CollectionConfig, n: int, sums: Sums) -> list[Feature
     return out
 
 
-def _counts_of(attribute: AttributeConfig, n_j: int, sums: NDArray[np.int64]) -> FeatureCounts:
+def _counts_of(attribute: AttributeConfig, n_j: int, sums: FloatArray) -> FeatureCounts:
     return counts_from_sums(
         attribute.name,
         attribute.domain,
