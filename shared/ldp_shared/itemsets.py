@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Literal, Protocol
@@ -954,17 +954,28 @@ def evaluate(estimate: FrequentItemsets, truth: FrequentItemsets) -> list[Length
         estimate.max_size is None or estimate.max_size > truth.max_size
     ):
         raise InvalidQueryError("the truth must be mined up to the estimate's max_size")
-    true_sets: dict[int, dict[tuple[int, ...], float]] = {}
-    for items, support, _ in truth.records():
-        true_sets.setdefault(len(items), {})[items] = support
-    reported: dict[int, dict[tuple[int, ...], float]] = {}
-    for items, support, _ in estimate.records():
-        reported.setdefault(len(items), {})[items] = support
+    return evaluate_supports(estimate.as_dict(), truth.as_dict())
+
+
+def evaluate_supports(
+    reported: Mapping[frozenset[Any], float], true: Mapping[frozenset[Any], float]
+) -> list[LengthAccuracy]:
+    """ρ, σ+ and σ- per length from ``{itemset: support}`` mappings (any item labels).
+
+    ``true`` holds the true frequent itemsets with their true supports, ``reported``
+    the reported ones with their estimates (see :func:`evaluate`).
+    """
+    true_sets: dict[int, dict[frozenset[Any], float]] = {}
+    for itemset, support in true.items():
+        true_sets.setdefault(len(itemset), {})[itemset] = support
+    found: dict[int, dict[frozenset[Any], float]] = {}
+    for itemset, support in reported.items():
+        found.setdefault(len(itemset), {})[itemset] = support
     out: list[LengthAccuracy] = []
-    for k in sorted(set(true_sets) | set(reported)):
+    for k in sorted(set(true_sets) | set(found)):
         f = true_sets.get(k, {})
-        r = reported.get(k, {})
-        correct = [items for items in r if items in f]
+        r = found.get(k, {})
+        correct = [itemset for itemset in r if itemset in f]
         rho = (
             100.0 * float(np.mean([abs(r[i] - f[i]) / f[i] for i in correct])) if correct else None
         )

@@ -1,0 +1,111 @@
+"""Frequent itemsets of a MASK attribute (analyst, a polled job) and MASK's privacy (public)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Response, status
+
+from ldp_aggregator.auth import require_analyst
+from ldp_aggregator.deps import app_state
+from ldp_aggregator.itemsets import basket_attribute, check_itemset_query, check_release
+from ldp_aggregator.jobs import runner_of
+from ldp_aggregator.problems import problem_responses
+from ldp_shared.errors import error_class_for_type
+from ldp_shared.itemset_wire import (
+    JOB_ID_PATTERN,
+    ItemsetJob,
+    ItemsetQuery,
+    MaskPrivacy,
+    mask_privacy,
+)
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        runner = getattr(app.state, "ldp_jobs", None)
+        if runner is not None:
+            runner.shutdown()
+
+
+router = APIRouter(prefix="/v1/collections", tags=["itemsets"], lifespan=_lifespan)
+
+
+@router.post(
+    "/{name}/itemsets",
+    response_model=ItemsetJob,
+    dependencies=[Depends(require_analyst)],
+    responses={
+        202: {"model": ItemsetJob, "description": "Still mining: poll the Location"},
+        **problem_responses(401, 404, 409),
+    },
+)
+def mine_itemsets(
+    name: str, query: ItemsetQuery, request: Request, response: Response
+) -> ItemsetJob:
+    """Mine frequent itemsets and association rules from a MASK attribute (analyst).
+
+    Starts a job and waits up to ``wait_seconds`` for it: 200 with the finished job (and
+    its result), or 202 with the job as it stands and its ``Location`` to poll. A job
+    that fails within the wait answers its problem directly (422, 409, ...).
+    """
+    state = app_state(request)
+    collection = state.collections.get(name)
+    check_itemset_query(collection.config, query)
+    check_release(state.engine, collection)
+    runner = runner_of(request.app, state.engine)
+    job_id = runner.submit(collection, query)
+    runner.wait(job_id, query.wait_seconds)
+    job = runner.get(collection, job_id)
+    if job.status == "failed" and job.error is not None:
+        raise error_class_for_type(job.error.type)(job.error.detail)
+    location = f"/v1/collections/{name}/itemsets/{job_id}"
+    response.headers["Location"] = location
+    if job.status != "done":
+        response.status_code = status.HTTP_202_ACCEPTED
+        response.headers["Retry-After"] = "1"
+    return job
+
+
+@router.get(
+    "/{name}/itemsets/{job_id}",
+    response_model=ItemsetJob,
+    dependencies=[Depends(require_analyst)],
+    responses=problem_responses(401, 404),
+)
+def itemset_job(
+    name: str,
+    job_id: Annotated[str, Path(pattern=JOB_ID_PATTERN)],
+    request: Request,
+) -> ItemsetJob:
+    """A mining job: ``queued``, ``running``, ``done`` (with its result) or ``failed``
+    (with the problem it met)."""
+    state = app_state(request)
+    collection = state.collections.get(name)
+    return runner_of(request.app, state.engine).get(collection, job_id)
+
+
+@router.get("/{name}/privacy", response_model=MaskPrivacy, responses=problem_responses(404))
+def privacy(
+    name: str,
+    request: Request,
+    average_support: Annotated[
+        float, Query(description="s0: the average support of an item, in (0, 1)")
+    ],
+    attribute: Annotated[
+        str | None, Query(description="the MASK attribute (optional if there is one)")
+    ] = None,
+    weight: Annotated[
+        float, Query(description="a: the weight of the 1s (purchases), in [0, 1]")
+    ] = 1.0,
+) -> MaskPrivacy:
+    """MASK's privacy of a basket attribute (public, from the config alone): ε per item
+    and per basket, and the reconstruction probabilities R1, R0, R and P = (1 - R)·100
+    of Rizvi and Haritsa (2002, §3) for the given ``s0`` and ``a``."""
+    config = app_state(request).collections.get(name).config
+    return mask_privacy(basket_attribute(config, attribute), average_support, weight)
