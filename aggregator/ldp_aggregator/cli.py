@@ -92,6 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--mechanism", choices=["oue", "sue", "grr"], default="oue")
         sub.add_argument("--confidence", type=_confidence, default=0.95)
         sub.add_argument(
+            "--budget",
+            choices=["sample", "split"],
+            default="sample",
+            help="how the naive Bayes collection spends ε: one random feature per record"
+            " with all of it (sample, the default) or ε/m on each of m features (split)",
+        )
+        sub.add_argument(
             "--seed", type=int, default=None, help="seed the clients' noise (simulation only)"
         )
         sub.add_argument(
@@ -164,6 +171,7 @@ def _demo(args: argparse.Namespace) -> int:
         mechanism=args.mechanism,
         confidence=args.confidence,
         seed=args.seed,
+        budget=args.budget,
     )
     show_progress = not args.json or sys.stderr.isatty()
     progress = _progress_bar if show_progress else None

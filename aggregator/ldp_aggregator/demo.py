@@ -4,7 +4,9 @@ Starts ``ldpcollect serve`` as a subprocess on a free loopback port with a SQLit
 a temporary folder, creates a collection for the bundled UCI Car Evaluation data, lets
 one simulated client per record privatize and upload its record through the SDK over
 real HTTP, then asks the aggregator for every attribute's frequencies and compares them
-with the truth, which only the demo (never the aggregator) knows.
+with the truth, which only the demo (never the aggregator) knows. A second collection,
+labelled with the car's class, trains a naive Bayes model from the reports of a training
+split and scores it on the held-out records (:mod:`ldp_aggregator.demo_naive_bayes`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class DemoOptions:
     confidence: float = 0.95
     seed: int | None = None
     batch_size: int = 1000
+    budget: str = "sample"  # the naive Bayes collection's budget mode: "split" or "sample"
 
 
 @dataclass
@@ -248,6 +251,9 @@ def simulate(
             for name in dataset.domains
         }
     first = next(iter(results.values()))
+    from ldp_aggregator.demo_naive_bayes import simulate_naive_bayes
+
+    naive_bayes = simulate_naive_bayes(base_urls, admin_token, analyst_token, options, progress)
     return DemoResult(
         collection=DEMO_COLLECTION,
         dataset=dataset.name,
@@ -259,6 +265,7 @@ def simulate(
         truth=true_frequencies(dataset, records),
         seconds=time.perf_counter() - started,
         citation=dataset.citation,
+        extras={"naive_bayes": naive_bayes.to_json()},
     )
 
 
@@ -297,6 +304,10 @@ def format_table(result: DemoResult) -> str:
             row = f"{value:<8} {true:7.4f} {r.estimate[i]:9.4f} {r.stderr[i]:7.4f}"
             lines.append(f"  {row}  {interval:<20} {covers}")
         lines.append("")
+    if "naive_bayes" in result.extras:
+        from ldp_aggregator.demo_naive_bayes import format_naive_bayes
+
+        lines += [*format_naive_bayes(result.extras["naive_bayes"]), ""]
     lines.append(
         f"{result.coverage:.1%} of the {level} intervals cover the true frequency "
         f"(expected about {level}); {result.seconds:.1f} s in all."

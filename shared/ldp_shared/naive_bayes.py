@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ldp_shared.codec import encode_columns, records_to_columns
 from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.joint import (
@@ -312,6 +313,28 @@ def build_model(
 ) -> NaiveBayesModel:
     """Train and describe the model as released (counts, standard errors, smoothing)."""
     trained = fit_collection(config, n, sums, alpha=request.alpha, repair=request.repair)
+    return describe(
+        config,
+        trained,
+        n,
+        request,
+        model_id=model_id,
+        created_day=created_day,
+        epsilon=config.epsilon,
+    )
+
+
+def describe(
+    config: CollectionConfig,
+    trained: NaiveBayesFit,
+    n: int,
+    request: NaiveBayesTrainRequest,
+    *,
+    model_id: str,
+    created_day: str,
+    epsilon: float,
+) -> NaiveBayesModel:
+    """The released form of a fitted model."""
     z = z_value(request.confidence)
     assert config.label is not None
     features = []
@@ -346,7 +369,7 @@ def build_model(
         label=config.label.name,
         classes=trained.classes,
         n_reports=n,
-        epsilon=config.epsilon,
+        epsilon=epsilon,
         budget="sample" if config.spec.budget == "sample" else "split",
         confidence=request.confidence,
         class_counts=totals.counts.tolist(),
@@ -363,6 +386,42 @@ def build_model(
             floor=FLOOR,
             rule=smoothing_rule(request.repair),
         ),
+    )
+
+
+def non_private_model(
+    config: CollectionConfig, records: Sequence[Mapping[str, str]], *, alpha: float = 1.0
+) -> NaiveBayesModel:
+    """The reference without privacy: naive Bayes on the true ``records`` (all features of
+    all of them, exact counts, ``ε = ∞``). Equal to scikit-learn's ``CategoricalNB(alpha)``
+    fit on the same records (tested); used by the demo and the benchmarks as the
+    non-private baseline, never on collected data.
+    """
+    if config.label is None:
+        raise InvalidQueryError(f"collection {config.name!r} has no label")
+    columns = records_to_columns(config, records)
+    encoded = encode_columns(config, columns)
+    n = len(records)
+    features = [
+        counts_from_sums(
+            attribute.name,
+            attribute.domain,
+            attribute.classes,
+            np.bincount(cells, minlength=attribute.cells),
+            n,
+            1.0,
+            0.0,
+            mechanism="none",
+            epsilon=math.inf,
+        )
+        for attribute, cells in zip(config.attributes, encoded, strict=True)
+        if attribute.is_feature
+    ]
+    equal = np.full(len(features), 1.0 / len(features))
+    trained = fit(config.label.domain, features, class_counts(features, n, equal), alpha=alpha)
+    request = NaiveBayesTrainRequest(alpha=alpha)
+    return describe(
+        config, trained, n, request, model_id="non-private", created_day="", epsilon=math.inf
     )
 
 

@@ -557,3 +557,19 @@ def test_holdout_split_is_fixed_and_disjoint() -> None:
     assert not set(key) & {tuple(r.values()) for r in test}  # car rows are all distinct
     with pytest.raises(InvalidQueryError):
         nb.holdout_split(CAR.records, test_fraction=1.0)
+
+
+@pytest.mark.parametrize("budget", ["split", "sample"])
+def test_non_private_model_is_categorical_nb(budget: str) -> None:
+    train, test = nb.holdout_split(CAR.records)
+    model = nb.non_private_model(build_config(car_spec(budget)), train, alpha=1.0)
+    x, y = _matrix(train)
+    reference = CategoricalNB(alpha=1.0, min_categories=[len(CAR.domains[f]) for f in FEATURES])
+    reference.fit(x, y)
+    np.testing.assert_allclose(model.class_log_prior, reference.class_log_prior_, rtol=1e-12)
+    for feature, table in zip(model.features, reference.feature_log_prob_, strict=True):
+        np.testing.assert_allclose(feature.log_prob, table, rtol=1e-12)
+    x_test, _ = _matrix(test)
+    ours = [p.predicted for p in nb.predict(model, test).predictions]
+    assert ours == [CLASSES[c] for c in reference.predict(x_test)]
+    assert model.epsilon == math.inf
