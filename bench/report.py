@@ -1,0 +1,240 @@
+"""Markdown tables from bench/results/*.json (the tables of docs/benchmarks.md).
+
+python bench/report.py [perturbation accuracy ingestion estimation]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def load(name: str) -> dict[str, Any] | None:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def machine_line(doc: dict[str, Any]) -> str:
+    m = doc["machine"]
+    return (
+        f"Measured {doc['finished_utc']} on {m['cpu_count']} vCPU {m['cpu_model']}, "
+        f"{m['memory_gib']} GiB, Python {m['python']}, numpy {m['numpy']}, "
+        f"randomgen {m['randomgen']}, pure-ldp {m['pure_ldp']}, "
+        f"multi-freq-ldpy {m['multi_freq_ldpy']} (numba {m['numba']}), "
+        f"commit {m['git_commit']}; load average at start "
+        f"{fmt_load(doc.get('load_average_at_start'))}, at end "
+        f"{fmt_load(m.get('load_average_1_5_15'))}.\n"
+        f"Command: `{doc['command']}`"
+    )
+
+
+def fmt_load(load: list[float] | None) -> str:
+    return "n/a" if not load else "/".join(f"{x:.2f}" for x in load)
+
+
+def perturbation(doc: dict[str, Any]) -> str:
+    lines = [
+        "| setting | ours: full path | ours: perturb only | pure-ldp | multi-freq-ldpy "
+        "| speed-up (full, best) | speed-up (medians) | prototype path | "
+        "bytes/report ours (packed / base64) | peers hold per report |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for s in doc["settings"]:
+        ours = s["ours"]
+        peers = s["peers"]
+        c = s.get("comparison", {})
+        proto = s.get("prototype_faster_client_path")
+
+        def peer(name: str, peers: dict[str, Any] = peers) -> str:
+            p = peers.get(name)
+            if p is None:
+                return "n/a"
+            star = "*" if p["scaled_linearly_from_subsample"] else ""
+            return f"{p['seconds_per_100k']:.3f}{star}"
+
+        held = ", ".join(
+            f"{name}: {p['wire']['report_dtype']} {p['wire']['report_nbytes']:,} B"
+            for name, p in peers.items()
+        )
+        speed = c.get("speedup_full_client_path")
+        if speed is None:
+            speed_cell = "n/a"
+        else:
+            speed_cell = f"{speed:.1f}×" + ("" if speed >= 10 else " (missed)")
+        medians = c.get("speedup_full_client_path_medians")
+        median_cell = "n/a" if medians is None else f"{medians:.1f}×"
+        if proto is None:
+            proto_cell = "n/a"
+        else:
+            proto_cell = f"{proto['seconds_per_100k']:.4f}"
+            if c.get("speedup_prototype_path") is not None:
+                proto_cell += f" ({c['speedup_prototype_path']:.1f}×)"
+        wire = ours["wire"]
+        cells = [
+            f"{s['mechanism'].upper()} d={s['d']} ε={s['epsilon']:g}",
+            f"{ours['full_client_path']['seconds_per_100k']:.4f}",
+            f"{ours['mechanism_perturb_only']['seconds_per_100k']:.4f}",
+            peer("pure-ldp"),
+            peer("multi-freq-ldpy"),
+            speed_cell,
+            median_cell,
+            proto_cell,
+            f"{wire['packed_bytes_per_record']} / {wire['base64_chars_per_record']}",
+            held,
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(
+        "Seconds per 100,000 records, best of "
+        f"{doc['parameters']['repeats']} repeats; * = peer timed on a subsample "
+        "and scaled linearly (records timed are in the JSON)."
+    )
+    return "\n".join(lines)
+
+
+def breakdown(doc: dict[str, Any]) -> str:
+    keys = [
+        ("encode_strings_to_indices", "encode (codec)"),
+        ("alternative_encode_fromiter_map_getitem", "encode (map)"),
+        ("perturb_secure_rng", "perturb AES"),
+        ("perturb_pcg64", "perturb PCG64"),
+        ("of_which_bernoulli_matrix_q", "Bernoulli(q) matrix"),
+        ("random_bytes_via_integers_uint8", "bytes via integers(u8)"),
+        ("random_bytes_via_random_raw_for_comparison", "bytes via random_raw"),
+        ("packbits_axis1", "packbits axis=1"),
+        ("alternative_packbits_flat", "packbits flat"),
+    ]
+    lines = [
+        "| setting | " + " | ".join(label for _, label in keys) + " |",
+        "|---|" + "---:|" * len(keys),
+    ]
+    for s in doc["settings"]:
+        b = s.get("ours_breakdown")
+        if b is None:
+            continue
+        per = b["seconds_per_100k"]
+        cells = [f"{per[k]:.4f}" if k in per else "–" for k, _ in keys]
+        lines.append(
+            f"| {s['mechanism'].upper()} d={s['d']} ε={s['epsilon']:g} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    lines.append("")
+    lines.append("Seconds per 100,000 records, one pass each.")
+    return "\n".join(lines)
+
+
+def accuracy(doc: dict[str, Any]) -> str:
+    lines = [
+        "| data set | d | mech | ε | MSE (none) | Var* | ratio MSE/Var* | ratio MSE/exact ± MC se "
+        "| MSE norm-sub | MSE simplex | pure-ldp raw | pure-ldp simplex | multi-freq-ldpy MI |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in doc["results"]:
+        o = r["ours"]
+        pp = o["mse_by_postprocess"]
+        peers = r["peers"]
+
+        def peer(name: str, est: str, peers: dict[str, Any] = peers) -> str:
+            p = peers.get(name)
+            return "n/a" if p is None else f"{p['estimators'][est]['mse']:.2e}"
+
+        se = o["ratio_monte_carlo_se"]
+        lines.append(
+            f"| {r['dataset']} | {r['d']} | {r['mechanism'].upper()} | {r['epsilon']:g} "
+            f"| {o['mse']:.2e} | {o['var_star']:.2e} | {o['ratio_to_var_star']:.3f} "
+            f"| {o['ratio_to_exact']:.3f} ± {se:.3f} "
+            f"| {pp['norm-sub']:.2e} | {pp['simplex']:.2e} "
+            f"| {peer('pure-ldp', 'raw')} | {peer('pure-ldp', 'prob_simplex')} "
+            f"| {peer('multi-freq-ldpy', 'MI')} |"
+        )
+    p = doc["parameters"]
+    lines.append("")
+    lines.append(f"n = {p['n']:,}; ours {p['runs_ours']} runs, peers {p['runs_peers']} runs each.")
+    return "\n".join(lines)
+
+
+def ingestion(doc: dict[str, Any]) -> str:
+    lines = [
+        "| run | reports | connections | reports/s | batch p50 / p99 (ms) |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for u in doc["batch_upload"]:
+        lat = u["batch_latency"]
+        lines.append(
+            f"| batches of {u['batch_size']:,} (pre-built JSON) | {u['reports']:,} "
+            f"| {u['connections']} | {u['reports_per_second']:,.0f} "
+            f"| {lat['p50_ms']:.1f} / {lat['p99_ms']:.1f} |"
+        )
+    sdk = doc["sdk_submit_reports"]
+    lines.append(
+        f"| SDK `submit_reports`, batches of {sdk['batch_size']:,} | {sdk['reports']:,} | 1 "
+        f"| {sdk['reports_per_second_submit']:,.0f} | – |"
+    )
+    one = doc["single_report_requests"]
+    lat = one["latency"]
+    lines.append(
+        f"| single-report requests | {one['requests']:,} | 1 "
+        f"| {one['requests_per_second']:,.0f} req/s | {lat['p50_ms']:.1f} / {lat['p99_ms']:.1f} |"
+    )
+    lines.append("")
+    fs = doc.get("disk_write_fsync_latency", {})
+    lines.append(
+        f"Aggregator peak RSS (VmHWM): {doc['server_peak_rss_mib']:.0f} MiB "
+        f"(after start: {doc['server_memory_kib']['after_start']['VmHWM'] / 1024:.0f} MiB); "
+        f"{doc['reports_stored_at_end']:,} reports stored, "
+        f"database {doc['database_bytes_at_end'] / 2**20:.0f} MiB; "
+        f"a 4 KiB write + fsync on this disk: p50 {fs.get('p50_ms', float('nan')):.1f} ms."
+    )
+    return "\n".join(lines)
+
+
+def estimation(doc: dict[str, Any]) -> str:
+    lines = [
+        "| reports stored | none p50 / p95 (ms) | norm-sub p50 / p95 | simplex p50 / p95 |",
+        "|---:|---|---|---|",
+    ]
+    for r in doc["results"]:
+        m = r["latency_by_postprocess"]
+        cells = [
+            f"{m[k]['p50_ms']:.1f} / {m[k]['p95_ms']:.1f}" for k in ("none", "norm-sub", "simplex")
+        ]
+        lines.append(f"| {r['reports_stored']:,} | " + " | ".join(cells) + " |")
+    s = doc["summary"]
+    lines.append("")
+    lines.append(
+        f"{doc['parameters']['requests_per_case']} sequential requests per cell; p50 at the "
+        f"largest size / p50 at the smallest = {s['p50_growth_largest_over_smallest']:.2f}; "
+        f"filled over HTTP at {doc['fill']['reports_per_second']:,.0f} reports/s "
+        f"(batches of {doc['fill']['batch_size']:,})."
+    )
+    return "\n".join(lines)
+
+
+SECTIONS = {
+    "perturbation": [perturbation, breakdown],
+    "accuracy": [accuracy],
+    "ingestion": [ingestion],
+    "estimation": [estimation],
+}
+
+
+def main() -> None:
+    names = sys.argv[1:] or list(SECTIONS)
+    for name in names:
+        doc = load(name)
+        print(f"## {name}\n")
+        if doc is None:
+            print(f"(no bench/results/{name}.json yet)\n")
+            continue
+        print(machine_line(doc) + "\n")
+        for section in SECTIONS[name]:
+            print(section(doc) + "\n")
+
+
+if __name__ == "__main__":
+    main()
