@@ -279,9 +279,10 @@ def decode_reports(config: CollectionConfig, reports: NDArray[np.uint8]) -> Deco
         mark(chosen >= count, f"selector outside [0, {count}): names no attribute")
     parts: list[tuple[AttributeConfig, NDArray[np.bool_], NDArray[Any]]] = []
     for attribute in config.attributes:
+        # the reports that carry this attribute: all, unless it is one of the sampled ones
         rows = (
             np.ones(n, dtype=bool)
-            if chosen is None
+            if chosen is None or attribute.sample_index is None
             else np.asarray(chosen == attribute.sample_index)
         )
         if attribute.sample_index is not None:

@@ -231,3 +231,48 @@ def test_migration_creates_the_models_table(engine: Engine) -> None:
     with engine.connect() as connection:
         names = {row[0] for row in connection.exec_driver_sql("SELECT name FROM sqlite_master")}
     assert "models" in names
+
+
+def test_frequencies_under_the_sample_budget_without_label(client: TestClient) -> None:
+    """Each report carries one of color/age (MASK always): n_j per attribute, honest errors."""
+    payload = {
+        "name": "sampled",
+        "epsilon": 2.0,
+        "budget": "sample",
+        "attributes": [
+            {"name": "color", "domain": ["red", "green", "blue", "yellow"], "mechanism": "oue"},
+            {"name": "age", "domain": ["<30", "30-60", ">60"], "mechanism": "grr"},
+            {"name": "basket", "domain": ["a", "b"], "mechanism": "mask", "keep_probability": 0.8},
+        ],
+        "release": {"min_reports": 100},
+    }
+    response = client.post("/v1/collections", json=payload, headers=ADMIN)
+    assert response.status_code == 201, response.text
+    config = CollectionConfig.model_validate(response.json())
+    assert config.epsilon == pytest.approx(2.0 + 2 * np.log(4.0))
+    colors = ["red"] * 5000 + ["green"] * 3000 + ["blue"] * 1500 + ["yellow"] * 500
+    ages = (["<30"] * 2 + ["30-60"] * 5 + [">60"] * 3) * 1000
+    records = [
+        {"color": c, "age": a, "basket": ["a"] if i % 2 else []}
+        for i, (c, a) in enumerate(zip(colors, ages, strict=True))
+    ]
+    packed = Privatizer(config).privatize_many(records, seeded_rng(23))
+    reports = report_dicts(config, packed)
+    for start in range(0, len(reports), 5000):
+        body = {"reports": reports[start : start + 5000]}
+        response = client.post("/v1/collections/sampled/reports", json=body)
+        assert response.json()["accepted"] == len(body["reports"])
+    carried = 0
+    truths = {"color": [0.5, 0.3, 0.15, 0.05], "age": [0.2, 0.5, 0.3], "basket": [0.5, 0.0]}
+    for name, true in truths.items():
+        body = client.get(
+            "/v1/collections/sampled/frequencies", params={"attribute": name}, headers=ANALYST
+        ).json()
+        z = (np.array(body["estimate"]) - np.array(true)) / np.array(body["stderr"])
+        assert np.all(np.abs(z) < 4.5), (name, z)
+        if name == "basket":
+            assert "attribute_reports" not in body  # MASK attributes are always reported
+        else:
+            carried += body["attribute_reports"]
+            assert body["epsilon"] == pytest.approx(2.0)
+    assert carried == len(records)

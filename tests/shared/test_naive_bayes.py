@@ -573,3 +573,34 @@ def test_non_private_model_is_categorical_nb(budget: str) -> None:
     ours = [p.predicted for p in nb.predict(model, test).predictions]
     assert ours == [CLASSES[c] for c in reference.predict(x_test)]
     assert model.epsilon == math.inf
+
+
+def test_sample_budget_keeps_counting_mask_attributes_in_every_report() -> None:
+    spec = CollectionSpec.model_validate(
+        {
+            "name": "s",
+            "epsilon": 1.0,
+            "budget": "sample",
+            "attributes": [
+                {"name": "a", "domain": _domain(4)},
+                {"name": "m", "domain": _domain(5), "mechanism": "mask", "keep_probability": 0.8},
+                {"name": "g", "domain": _domain(3), "mechanism": "grr"},
+            ],
+        }
+    )
+    config = build_config(spec)
+    records = [{"a": "v1", "m": ["v0", "v3"], "g": "v2"}] * 500
+    reports = Privatizer(config).privatize_many(records, seeded_rng(8))
+    decoded = decode_reports(config, reports)
+    assert decoded.valid.all()
+    m = config.attribute("m")
+    bits = np.unpackbits(reports[:, m.byte_offset : m.byte_offset + 1], axis=1)[:, :5]
+    block = decoded.sums[m.stats_offset : m.stats_offset + 5]
+    assert block.tolist() == bits.sum(axis=0).tolist()
+    a, g = config.attribute("a"), config.attribute("g")
+    assert decoded.sums[a.count_offset] + decoded.sums[g.count_offset] == 500  # type: ignore[index]
+    g_rows = reports[:, 0] == g.sample_index
+    assert (
+        decoded.sums[g.stats_offset : g.stats_offset + 3].tolist()
+        == np.bincount(reports[g_rows, g.byte_offset], minlength=3).tolist()
+    )
