@@ -5,6 +5,10 @@
 #   bash bench/run_all.sh --quick    # smoke runs (about a minute), not committed
 #   bash bench/run_all.sh perturbation accuracy   # only these
 #
+# Without names: perturbation, accuracy, ingestion, estimation, then every other
+# bench/*.py script (not _*.py, not report.py). A failing script does not stop the
+# others; the exit status is non-zero if any failed.
+#
 # Each script prints one JSON object on stdout and writes it to bench/results/<name>.json
 # (<name>-quick.json with --quick); progress goes to stderr.
 set -euo pipefail
@@ -23,6 +27,13 @@ for arg in "$@"; do
 done
 if [ ${#names[@]} -eq 0 ]; then
     names=(perturbation accuracy ingestion estimation)
+    for script in "$here"/*.py; do
+        name="$(basename "$script" .py)"
+        case "$name" in
+            _* | report | perturbation | accuracy | ingestion | estimation) ;;
+            *) names+=("$name") ;;
+        esac
+    done
 fi
 
 if [ ! -x "$python" ]; then
@@ -30,9 +41,18 @@ if [ ! -x "$python" ]; then
 fi
 
 cd "$root"
+failed=()
 for name in "${names[@]}"; do
     echo "== $name" >&2
     start=$(date +%s)
-    "$python" "bench/$name.py" "${quick[@]}"
-    echo "== $name done in $(( $(date +%s) - start )) s" >&2
+    if "$python" "bench/$name.py" "${quick[@]}"; then
+        echo "== $name done in $(( $(date +%s) - start )) s" >&2
+    else
+        echo "== $name FAILED after $(( $(date +%s) - start )) s" >&2
+        failed+=("$name")
+    fi
 done
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "failed: ${failed[*]}" >&2
+    exit 1
+fi

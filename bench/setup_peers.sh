@@ -17,12 +17,13 @@ fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 # the project with the roles the benchmarks use (client SDK + aggregator server)
 "$venv/bin/python" -m pip install --quiet -e "$root[client,aggregator]"
-# peers, pinned; pure-ldp imports scikit-learn, statsmodels and xxhash without declaring them
+# peers, pinned; pure-ldp imports scikit-learn, statsmodels and xxhash without declaring them;
+# mlxtend is the non-private itemset reference of bench/itemsets.py
 "$venv/bin/python" -m pip install --quiet \
     "pure-ldp==1.2.0" "multi-freq-ldpy==0.2.5" \
-    scikit-learn statsmodels "xxhash<4"
+    scikit-learn statsmodels "xxhash<4" "mlxtend>=0.23"
 "$venv/bin/python" - <<'PY'
 import importlib.metadata as md
-for name in ("ldpcollect", "numpy", "pure-ldp", "multi-freq-ldpy"):
+for name in ("ldpcollect", "numpy", "pure-ldp", "multi-freq-ldpy", "mlxtend"):
     print(f"{name}=={md.version(name)}")
 PY
