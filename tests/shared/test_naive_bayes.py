@@ -604,3 +604,19 @@ def test_sample_budget_keeps_counting_mask_attributes_in_every_report() -> None:
         decoded.sums[g.stats_offset : g.stats_offset + 3].tolist()
         == np.bincount(reports[g_rows, g.byte_offset], minlength=3).tolist()
     )
+
+
+def test_naive_bayes_modules_are_pure() -> None:
+    """ldp_shared.joint and ldp_shared.naive_bayes import no web, database or SDK code (and
+    scikit-learn only inside ``to_categorical_nb``)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys, ldp_shared.joint, ldp_shared.naive_bayes\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(out.stdout))
+    forbidden = {"fastapi", "starlette", "sqlalchemy", "httpx", "ldp_client", "ldp_aggregator"}
+    assert not loaded & (forbidden | {"sklearn"}), sorted(loaded & (forbidden | {"sklearn"}))
