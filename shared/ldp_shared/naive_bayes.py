@@ -75,8 +75,8 @@ from ldp_shared.wire import (
 )
 
 FLOOR = 1e-10
-"""Smallest smoothed count: keeps every logarithm finite when ``α = λ = 0`` (scikit-learn
-raises its ``alpha`` to the same ``1e-10`` for the same reason)."""
+"""Smallest smoothed count: keeps every logarithm finite when ``α = 0`` meets a zero count
+(scikit-learn raises its ``alpha`` to the same ``1e-10`` for the same reason)."""
 
 REPAIR_RULES = {
     "posterior-mean": "R(N̂, σ) = N̂ + σ·φ(N̂/σ)/Φ(N̂/σ), the mean of N ≥ 0 given N̂ ~ Normal(N, σ²)",
