@@ -43,17 +43,27 @@ Columns = Mapping[str, Sequence[Any] | NDArray[Any]]
 DEFAULT_CHUNK = 16_384
 
 
+def domain_indices(
+    domain: Sequence[str], values: Sequence[Any] | NDArray[Any], error: str
+) -> NDArray[np.int64]:
+    """The index in ``domain`` of every value.
+
+    A value outside the domain raises :class:`InvalidRecordError` with the message
+    ``error.format(bad=repr(value))``.
+    """
+    lookup = {v: i for i, v in enumerate(domain)}
+    try:
+        return np.fromiter(map(lookup.__getitem__, values), dtype=np.int64, count=len(values))
+    except (KeyError, TypeError):
+        bad = next(v for v in values if not isinstance(v, str) or v not in lookup)
+        raise InvalidRecordError(error.format(bad=repr(bad))) from None
+
+
 def _value_indices(
     attribute: AttributeConfig, values: Sequence[Any] | NDArray[Any]
 ) -> NDArray[np.int64]:
-    lookup = {v: i for i, v in enumerate(attribute.domain)}
-    try:
-        return np.fromiter((lookup[v] for v in values), dtype=np.int64, count=len(values))
-    except (KeyError, TypeError):
-        bad = next(v for v in values if not isinstance(v, str) or v not in lookup)
-        raise InvalidRecordError(
-            f"attribute {attribute.name!r}: value {bad!r} is not in its domain"
-        ) from None
+    error = f"attribute {attribute.name!r}: value {{bad}} is not in its domain"
+    return domain_indices(attribute.domain, values, error)
 
 
 def _basket_matrix(
@@ -118,15 +128,8 @@ def _label_indices(config: CollectionConfig, columns: Columns) -> NDArray[np.int
     if config.label is None:
         return None
     label = config.label
-    lookup = {v: i for i, v in enumerate(label.domain)}
-    values = columns[label.name]
-    try:
-        return np.fromiter((lookup[v] for v in values), dtype=np.int64, count=len(values))
-    except (KeyError, TypeError):
-        bad = next(v for v in values if not isinstance(v, str) or v not in lookup)
-        raise InvalidRecordError(
-            f"label {label.name!r}: {bad!r} is not one of its classes {label.domain}"
-        ) from None
+    error = f"label {label.name!r}: {{bad}} is not one of its classes {label.domain}"
+    return domain_indices(label.domain, columns[label.name], error)
 
 
 def encode_columns(config: CollectionConfig, columns: Columns) -> list[NDArray[Any]]:
@@ -229,7 +232,22 @@ def _perturb_segment(
         width = attribute.byte_length
         reported = mechanism.perturb(values, rng).astype(f">u{width}")
         return reported.view(np.uint8).reshape(-1, width)
-    return np.packbits(mechanism.perturb(values, rng), axis=1)
+    return pack_rows(mechanism.perturb(values, rng))
+
+
+def pack_rows(bits: NDArray[np.bool_]) -> NDArray[np.uint8]:
+    """``np.packbits(bits, axis=1)``, computed as one flat pack over rows padded to bytes.
+
+    The same bytes (most significant bit first, zero padding) but many times faster
+    for short rows, where packing along axis 1 spends its time per row.
+    """
+    rows, cols = bits.shape
+    width = (cols + 7) // 8
+    if cols != 8 * width:
+        padded = np.zeros((rows, 8 * width), dtype=np.bool_)
+        padded[:, :cols] = bits
+        bits = padded
+    return np.packbits(bits.reshape(-1)).reshape(rows, width)
 
 
 @dataclass(frozen=True)

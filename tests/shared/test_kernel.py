@@ -222,14 +222,10 @@ def test_bernoulli_matrix_routing(rate: float, path: str, monkeypatch: pytest.Mo
 
 
 class _ScriptedRng:
-    """Stands in for a Generator: every byte value once, then scripted uniforms."""
+    """Stands in for a Generator: scripted uniforms for the ties."""
 
     def __init__(self, uniforms: list[float]) -> None:
         self.uniforms = uniforms
-
-    def integers(self, low: int, high: int, size: int, dtype: type) -> np.ndarray:
-        assert (low, high, size) == (0, 256, 256)
-        return np.arange(256, dtype=dtype)
 
     def random(self, size: int) -> np.ndarray:
         assert size == len(self.uniforms)
@@ -240,13 +236,14 @@ class _ScriptedRng:
 def test_byte_sampler_is_exact(rate: float) -> None:
     """``P(1) = t/256 + f/256`` with ``256·rate = t + f``: no rounding of the rate.
 
-    Fed each byte value once, exactly ``t`` bytes are below the threshold and one byte
-    ties; the tie gives 1 iff its uniform is below the fraction ``f``.
+    Fed each byte value once (as the random bytes), exactly ``t`` bytes are below the
+    threshold and one byte ties; the tie gives 1 iff its uniform is below the fraction ``f``.
     """
     t = math.floor(rate * 256)
     f = rate * 256 - t
-    below = kernel._bernoulli_by_bytes(rate, 256, _ScriptedRng([np.nextafter(f, 0.0)]))  # type: ignore[arg-type]
-    at = kernel._bernoulli_by_bytes(rate, 256, _ScriptedRng([f]))  # type: ignore[arg-type]
+    every_byte = np.arange(256, dtype=np.uint8)
+    below = kernel.bernoulli_from_bytes(rate, every_byte, _ScriptedRng([np.nextafter(f, 0.0)]))  # type: ignore[arg-type]
+    at = kernel.bernoulli_from_bytes(rate, every_byte, _ScriptedRng([f]))  # type: ignore[arg-type]
     assert below[:t].all() and not below[t + 1 :].any()
     assert at[:t].all() and not at[t + 1 :].any()
     assert below[t] == (f > 0.0)
