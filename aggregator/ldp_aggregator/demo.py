@@ -63,6 +63,7 @@ class DemoResult:
     seconds: float
     citation: str
     extras: dict[str, Any] = field(default_factory=dict)
+    itemsets_text: str = ""
 
     @property
     def coverage(self) -> float:
@@ -251,9 +252,14 @@ def simulate(
             for name in dataset.domains
         }
     first = next(iter(results.values()))
+    # these modules build on this one (ensure_collection, replicate): import them late
+    from ldp_aggregator.demo_itemsets import ItemsetDemoOptions, simulate_itemsets
     from ldp_aggregator.demo_naive_bayes import simulate_naive_bayes
 
     naive_bayes = simulate_naive_bayes(base_urls, admin_token, analyst_token, options, progress)
+    itemsets, itemsets_text = simulate_itemsets(
+        base_urls[0], admin_token, analyst_token, ItemsetDemoOptions(seed=options.seed), progress
+    )
     return DemoResult(
         collection=DEMO_COLLECTION,
         dataset=dataset.name,
@@ -265,7 +271,8 @@ def simulate(
         truth=true_frequencies(dataset, records),
         seconds=time.perf_counter() - started,
         citation=dataset.citation,
-        extras={"naive_bayes": naive_bayes.to_json()},
+        extras={"naive_bayes": naive_bayes.to_json(), "itemsets": itemsets},
+        itemsets_text=itemsets_text,
     )
 
 
@@ -308,6 +315,8 @@ def format_table(result: DemoResult) -> str:
         from ldp_aggregator.demo_naive_bayes import format_naive_bayes
 
         lines += [*format_naive_bayes(result.extras["naive_bayes"]), ""]
+    if result.itemsets_text:
+        lines += [result.itemsets_text, ""]
     lines.append(
         f"{result.coverage:.1%} of the {level} intervals cover the true frequency "
         f"(expected about {level}); {result.seconds:.1f} s in all."

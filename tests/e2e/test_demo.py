@@ -54,6 +54,17 @@ def test_demo_json_has_the_documented_shape_and_honest_intervals() -> None:
     assert misses <= ALPHA_MAX_MISSES
     assert result["coverage"] == pytest.approx(1 - misses / 25)
     assert result["seconds"] > 0
+    nb = result["naive_bayes"]
+    assert set(nb) >= {"accuracy", "baseline_accuracy", "epsilon", "budget"}
+    assert nb["budget"] in ("split", "sample")
+    assert 0.0 <= nb["accuracy"] <= 1.0
+    itemsets = result["itemsets"]
+    assert set(itemsets) >= {"p", "min_support", "by_length", "top"}
+    assert itemsets["p"] == pytest.approx(0.9)
+    for length, metrics in itemsets["by_length"].items():
+        assert int(length) >= 1
+        assert set(metrics) >= {"rho", "sigma_plus", "sigma_minus"}
+    assert itemsets["top"]
 
 
 def test_demo_estimates_shrink_with_epsilon() -> None:
