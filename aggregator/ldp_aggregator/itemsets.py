@@ -1,12 +1,16 @@
 """Frequent itemsets over the stored reports of a MASK attribute (chunked, bounded memory).
 
-Mining reads the reports once per itemset length. So that every pass sees the same
-reports while new ones keep arriving, the attribute's packed bits are first copied into
-a :class:`ReportSpool` (a snapshot: in memory up to :data:`SPOOL_MEMORY_BYTES`, then in
-a temporary file that is deleted afterwards); the singletons' column sums (the
-sufficient statistics of exactly those reports) are computed from it, and
+Mining reads the reports once per itemset length from 2 on. So that every pass sees the
+same reports while new ones keep arriving, the attribute's packed bits are first copied
+into a :class:`ReportSpool` (a snapshot: in memory up to :data:`SPOOL_MEMORY_BYTES`, then
+in a temporary file that is deleted afterwards), and
 :func:`ldp_shared.itemsets.mine_frequent_itemsets` reads it chunk by chunk. Peak memory
 is the spool's memory part plus one chunk, whatever the number of reports.
+
+The singletons come from the sufficient statistics (the per-item sums kept at
+ingestion) when the number of reports was the same before and after the snapshot, so
+that the statistics are those of exactly the snapshot's reports; otherwise the column
+sums are recomputed from the snapshot.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from sqlalchemy import Engine
 
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.reports import iter_report_bits
-from ldp_aggregator.storage.stats import read_stats
+from ldp_aggregator.storage.stats import Stats, read_stats
 from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.itemset_wire import (
@@ -52,6 +56,9 @@ SPOOL_CHUNK_ROWS = 65_536
 
 READ_CHUNK = 10_000
 """Reports per database fetch while taking the snapshot."""
+
+MAX_RESULT_ITEMSETS = 100_000
+"""More frequent itemsets than this fail the job (422): the result would be tens of MB."""
 
 Progress = Callable[[str], None]
 
@@ -187,12 +194,15 @@ def check_itemset_query(config: CollectionConfig, query: ItemsetQuery) -> Attrib
     return attribute
 
 
+def _stats(engine: Engine, collection: StoredCollection) -> Stats:
+    with engine.connect() as connection:
+        return read_stats(connection, collection.id, collection.config.stats_length)
+
+
 def check_release(engine: Engine, collection: StoredCollection) -> int:
     """The number of reports, or :class:`InsufficientReportsError` below the release minimum."""
-    config = collection.config
-    with engine.connect() as connection:
-        n = read_stats(connection, collection.id, config.stats_length).n_reports
-    _release(config, n)
+    n = _stats(engine, collection).n_reports
+    _release(collection.config, n)
     return n
 
 
@@ -318,12 +328,21 @@ def mine_collection(
     started = time.perf_counter()
     config = collection.config
     attribute = check_itemset_query(config, query)
-    check_release(engine, collection)
+    before = _stats(engine, collection)
+    _release(config, before.n_reports)
     with snapshot(engine, collection, attribute, progress, memory_bytes) as spool:
         _release(config, spool.n_rows)
-        if progress is not None:
-            progress("level 1: summing the columns")
-        n, sums = column_sums(spool, attribute.d)
+        after = _stats(engine, collection)
+        block = slice(attribute.stats_offset, attribute.stats_offset + attribute.d)
+        if before.n_reports == spool.n_rows == after.n_reports and attribute.count_offset is None:
+            # no report arrived while the snapshot was taken (reports are only ever added,
+            # each with its statistics in one transaction): the sufficient statistics are
+            # those of exactly the snapshot's reports
+            n, sums = spool.n_rows, before.sums[block].astype(np.int64)
+        else:
+            if progress is not None:
+                progress("level 1: summing the columns of the snapshot")
+            n, sums = column_sums(spool, attribute.d)
         channel = BitChannel(attribute.p, attribute.q)
         mined = mine_frequent_itemsets(
             spool,
@@ -332,9 +351,14 @@ def mine_collection(
             query.min_support,
             max_size=query.max_size,
             support_reduction=query.support_reduction,
-            column_sums_=(n, sums),
+            statistics=(n, sums),
             confidence=query.confidence,
             progress=progress,
+        )
+    if len(mined) > MAX_RESULT_ITEMSETS:
+        raise InvalidQueryError(
+            f"{len(mined):,} itemsets reach support {mined.threshold:g} (at most "
+            f"{MAX_RESULT_ITEMSETS:,} are released at once); raise min_support or lower max_size"
         )
     average_support = float(np.mean((channel.a * sums + channel.b * n) / n))
     return itemset_result(

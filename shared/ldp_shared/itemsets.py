@@ -217,25 +217,20 @@ _BIT_TABLE = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).asty
 def column_sums(source: PackedSource, n_items: int) -> tuple[int, IntArray]:
     """``(n, S)``: the number of rows and the per-item number of set bits.
 
-    Per byte column a histogram of the 256 byte values (one ``bincount`` per slice of
-    rows), then one small product with the bit table: ``O(n · row_bytes)``, no unpacking.
+    Unpacks 255 rows at a time and adds them in uint8 (255 ones cannot overflow it),
+    then into int64: one pass over the bits, no per-bit Python work.
     """
     width = source.row_bytes
     if n_items > 8 * width:
         raise InvalidQueryError(f"{n_items} items do not fit in {width} bytes per row")
-    histogram = np.zeros(width * 256, dtype=np.int64)
-    offsets = (np.arange(width, dtype=np.int32) * 256)[None, :]
-    slice_rows = max(1, _ELEMENT_BUDGET // max(width, 1))
+    sums = np.zeros(8 * width, dtype=np.int64)
     n = 0
     for chunk in source.chunks():
-        for start in range(0, chunk.shape[0], slice_rows):
-            part = np.asarray(chunk[start : start + slice_rows])
-            n += part.shape[0]
-            histogram += np.bincount(
-                (part.astype(np.int32) + offsets).ravel(), minlength=width * 256
-            )
-    sums = (histogram.reshape(width, 256) @ _BIT_TABLE).ravel()[:n_items]
-    return n, sums.astype(np.int64)
+        n += chunk.shape[0]
+        for start in range(0, chunk.shape[0], 255):
+            bits = np.unpackbits(chunk[start : start + 255], axis=1)
+            sums += np.add.reduce(bits, axis=0, dtype=np.uint8)
+    return n, sums[:n_items]
 
 
 def _columns(chunk: ByteMatrix, items: IntArray) -> ByteMatrix:
@@ -678,7 +673,7 @@ def mine_frequent_itemsets(
     *,
     max_size: int | None = None,
     support_reduction: float = 0.0,
-    column_sums_: tuple[int, IntArray] | None = None,
+    statistics: tuple[int, IntArray] | None = None,
     confidence: float = 0.95,
     method: CountingMethod = "auto",
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
@@ -687,7 +682,7 @@ def mine_frequent_itemsets(
     """All itemsets with estimated support ``≥ min_support·(1 - support_reduction)``.
 
     ``source`` holds the packed (distorted) baskets over ``n_items`` items and is read
-    once per length from 2 on; ``column_sums_ = (n, S)`` (the sufficient statistics)
+    once per length from 2 on; ``statistics = (n, S)`` (the sufficient statistics)
     saves the first pass. ``channel`` is the perturbation (``BitChannel.mask(p)``, or
     ``BitChannel.exact()`` for exact Apriori). ``method`` forces a counting method
     (tests); ``progress`` receives a short message per chunk (and may raise to cancel).
@@ -701,9 +696,9 @@ def mine_frequent_itemsets(
         raise InvalidQueryError(f"unknown counting method {method!r}")
     threshold = float(min_support) * (1.0 - float(support_reduction))
     started = time.perf_counter()
-    if column_sums_ is None and progress is not None:
+    if statistics is None and progress is not None:
         progress("level 1: summing the columns")
-    n, sums = _read_sums(source, n_items, column_sums_)
+    n, sums = _read_sums(source, n_items, statistics)
 
     # level 1: the sufficient statistics
     estimate1 = (channel.a * sums.astype(np.float64) + channel.b * n) / n
@@ -774,7 +769,7 @@ def estimate_itemsets(
     channel: BitChannel,
     itemsets: Sequence[Iterable[int]],
     *,
-    column_sums_: tuple[int, IntArray] | None = None,
+    statistics: tuple[int, IntArray] | None = None,
     method: CountingMethod = "auto",
 ) -> ItemsetSupports:
     """Unbiased supports and standard errors of the given itemsets, frequent or not.
@@ -792,7 +787,7 @@ def estimate_itemsets(
         if row[0] < 0 or row[-1] >= n_items:
             raise InvalidQueryError(f"itemset {row!r} names an item outside [0, {n_items})")
         wanted.append(row)
-    n, sums = _read_sums(source, n_items, column_sums_)
+    n, sums = _read_sums(source, n_items, statistics)
     longest = max((len(row) for row in wanted), default=0)
     closure: list[set[tuple[int, ...]]] = [set() for _ in range(longest)]
     for row in set(wanted):

@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select, update
 
+from ldp_aggregator import itemsets as itemsets_module
 from ldp_aggregator import jobs as jobs_module
 from ldp_aggregator.itemsets import ReportSpool, mine_collection
 from ldp_aggregator.storage.collections import load_collection
@@ -283,6 +284,17 @@ def test_a_failing_job_answers_its_problem(
     assert "a bug" not in response.text
 
 
+def test_a_result_too_large_to_release_is_refused(
+    client: TestClient, shop: tuple[CollectionConfig, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(itemsets_module, "MAX_RESULT_ITEMSETS", 3)
+    response = client.post(
+        "/v1/collections/shop/itemsets", json={"min_support": 0.05}, headers=ANALYST
+    )
+    assert response.status_code == 422
+    assert "raise min_support" in response.json()["detail"]
+
+
 def test_a_job_whose_replica_stopped_reads_as_lost(
     client: TestClient, engine: Engine, shop: tuple[CollectionConfig, np.ndarray]
 ) -> None:
@@ -311,6 +323,31 @@ def test_the_snapshot_may_spill_to_disk(
     on_disk = mine_collection(engine, collection, query, memory_bytes=1000)
     assert on_disk.itemsets == in_memory.itemsets
     assert on_disk.rules == in_memory.rules
+
+
+def test_singletons_from_the_statistics_or_recomputed_agree(
+    client: TestClient,
+    engine: Engine,
+    shop: tuple[CollectionConfig, np.ndarray],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    collection = load_collection(engine, "shop")
+    query = ItemsetQuery(min_support=0.05)
+    from_statistics = mine_collection(engine, collection, query)
+    real = itemsets_module._stats
+    calls = 0
+
+    def moving(engine_: Engine, collection_: Any) -> Any:
+        # as if a report had been stored while the snapshot was taken
+        nonlocal calls
+        calls += 1
+        stats = real(engine_, collection_)
+        return stats if calls == 1 else type(stats)(stats.n_reports + 1, stats.sums)
+
+    monkeypatch.setattr(itemsets_module, "_stats", moving)
+    recomputed = mine_collection(engine, collection, query)
+    assert calls == 2
+    assert recomputed.itemsets == from_statistics.itemsets
 
 
 def test_spool_reads_back_what_it_was_given() -> None:

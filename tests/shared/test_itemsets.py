@@ -408,7 +408,7 @@ def test_mining_refuses_bad_sources_and_limits() -> None:
     with pytest.raises(InvalidQueryError, match="no baskets"):
         mine_frequent_itemsets(PackedBits(packed[:0]), 40, EXACT, 0.1)
     with pytest.raises(InvalidQueryError, match="column sums"):
-        mine_frequent_itemsets(PackedBits(packed), 40, EXACT, 0.1, column_sums_=(299, np.zeros(40)))
+        mine_frequent_itemsets(PackedBits(packed), 40, EXACT, 0.1, statistics=(299, np.zeros(40)))
     with pytest.raises(InvalidQueryError, match="candidate"):
         mine_frequent_itemsets(PackedBits(packed), 40, EXACT, 0.001, max_candidates=10)
     with pytest.raises(InvalidQueryError, match="method"):

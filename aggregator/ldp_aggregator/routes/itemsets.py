@@ -7,13 +7,13 @@ from contextlib import asynccontextmanager
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Response, status
+from fastapi.responses import JSONResponse
 
 from ldp_aggregator.auth import require_analyst
 from ldp_aggregator.deps import app_state
 from ldp_aggregator.itemsets import basket_attribute, check_itemset_query, check_release
 from ldp_aggregator.jobs import runner_of
-from ldp_aggregator.problems import problem_responses
-from ldp_shared.errors import error_class_for_type
+from ldp_aggregator.problems import problem_response, problem_responses
 from ldp_shared.itemset_wire import (
     JOB_ID_PATTERN,
     ItemsetJob,
@@ -47,7 +47,7 @@ router = APIRouter(prefix="/v1/collections", tags=["itemsets"], lifespan=_lifesp
 )
 def mine_itemsets(
     name: str, query: ItemsetQuery, request: Request, response: Response
-) -> ItemsetJob:
+) -> ItemsetJob | JSONResponse:
     """Mine frequent itemsets and association rules from a MASK attribute (analyst).
 
     Starts a job and waits up to ``wait_seconds`` for it: 200 with the finished job (and
@@ -63,7 +63,9 @@ def mine_itemsets(
     runner.wait(job_id, query.wait_seconds)
     job = runner.get(collection, job_id)
     if job.status == "failed" and job.error is not None:
-        raise error_class_for_type(job.error.type)(job.error.detail)
+        # the problem the job met, as it would have been answered without a job
+        error = job.error
+        return problem_response(error.status, error.type, error.title, error.detail)
     location = f"/v1/collections/{name}/itemsets/{job_id}"
     response.headers["Location"] = location
     if job.status != "done":
