@@ -300,7 +300,9 @@ class LDPClient:
             confidence=confidence,
             max_rules=max_rules,
             privacy_weight=privacy_weight,
-            wait_seconds=max(0.0, min(timeout, 5.0)),
+            # the server holds the request at most this long: keep it well inside the
+            # HTTP timeout, or a timed-out request would be retried as a second job
+            wait_seconds=max(0.0, min(timeout, 5.0, self._settings.timeout / 2)),
         )
         while (result := job_result(job)) is None:
             if time.monotonic() >= deadline:

@@ -74,6 +74,29 @@ def shop(client: TestClient) -> tuple[CollectionConfig, np.ndarray]:
     return config, reports
 
 
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"domain": []}, "domain"),
+        ({"domain": ["bread"]}, "domain"),
+        ({"domain": ["bread", "milk", "bread"]}, "duplicate"),
+        ({"keep_probability": 0.5}, "keep_probability"),
+        ({"keep_probability": 1.0}, "keep_probability"),
+        ({"keep_probability": None}, "keep_probability"),
+    ],
+)
+def test_a_bad_basket_attribute_creates_nothing(
+    client: TestClient, change: dict[str, Any], match: str
+) -> None:
+    spec = _basket_spec("bad")
+    spec["attributes"][0].update(change)
+    response = client.post("/v1/collections", json=spec, headers=ADMIN)
+    assert response.status_code == 422
+    assert response.json()["type"] == PROBLEM + "invalid-configuration"
+    assert match in response.text
+    assert client.get("/v1/collections/bad").status_code == 404
+
+
 def test_mining_answers_the_library_result(
     client: TestClient, shop: tuple[CollectionConfig, np.ndarray]
 ) -> None:

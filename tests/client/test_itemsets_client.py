@@ -192,3 +192,11 @@ def test_an_item_outside_the_catalogue_is_never_sent(
     with pytest.raises(InvalidRecordError, match="'caviar' is not in the catalogue"):
         make_client().submit("survey", records)
     assert server.sent("POST", "/reports") == []
+
+
+def test_the_server_wait_stays_inside_the_http_timeout() -> None:
+    server = JobServer([_job("done", result=RESULT)])
+    transport = httpx.MockTransport(server)
+    with LDPClient(BASE_URL, token="t", transport=transport, timeout=4.0) as client:
+        client.mine_itemsets("survey", min_support=0.1, poll_interval=0.0)
+    assert json.loads(server.requests[0].content)["wait_seconds"] == 2.0
