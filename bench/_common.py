@@ -79,7 +79,8 @@ def machine_info() -> dict[str, Any]:
         "memory_gib": _memory_gib(),
         "platform": platform.platform(),
         "python": platform.python_version(),
-        "python_executable": sys.executable,
+        # which environment ran it, without this machine's path
+        "python_environment": Path(sys.prefix).name,
         "numpy": np.__version__,
         "randomgen": _version("randomgen"),
         "ldpcollect": _version("ldpcollect"),

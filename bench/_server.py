@@ -109,7 +109,11 @@ def running_server(log_level: str = "warning") -> Iterator[Server]:
                 admin_token=admin_token,
                 analyst_token=analyst_token,
                 database=database,
-                command=[Path(command[0]).name, *command[1:]],
+                # recorded in the results without this machine's paths
+                command=[
+                    Path(command[0]).name,
+                    *(a.replace(tmp, "<temporary folder>") for a in command[1:]),
+                ],
                 log_path=log_path,
             )
             try:

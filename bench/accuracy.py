@@ -85,7 +85,10 @@ def load_datasets() -> tuple[list[dict[str, Any]], dict[str, str]]:
             found.append(
                 {
                     "name": f"car_{column}",
-                    "source": f"UCI Car Evaluation {car} ({len(rows)} rows), column {column!r}",
+                    "source": (
+                        f"UCI Car Evaluation ../shared/data/{car.name} ({len(rows)} rows), "
+                        f"column {column!r}"
+                    ),
                     "domain": domain,
                     "population": counts / counts.sum(),
                 }
@@ -103,7 +106,10 @@ def load_datasets() -> tuple[list[dict[str, Any]], dict[str, str]]:
         found.append(
             {
                 "name": "adult_education",
-                "source": f"UCI Adult {adult} ({len(values)} rows), column 'education'",
+                "source": (
+                    f"UCI Adult ../shared/data/{adult.name} ({len(values)} rows), "
+                    "column 'education'"
+                ),
                 "domain": ADULT_EDUCATION,
                 "population": counts / counts.sum(),
             }
