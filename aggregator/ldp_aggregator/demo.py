@@ -207,6 +207,38 @@ def ensure_collection(admin: LDPClient, spec: CollectionSpec) -> None:
             ) from None
 
 
+def deal_records(
+    base_urls: Sequence[str],
+    collection: str,
+    records: Sequence[dict[str, Any]],
+    rng: np.random.Generator | None,
+    batch_size: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
+    """Upload one client's report per record, dealing the batches to the aggregators in turn."""
+    total = len(records)
+    sent = 0
+
+    def on_batch(count: int) -> None:
+        nonlocal sent
+        sent += count
+        if progress is not None:
+            progress(sent, total)
+
+    clients = [LDPClient(url, rng=rng) for url in base_urls]
+    try:
+        for turn, start in enumerate(range(0, total, batch_size)):
+            clients[turn % len(clients)].submit(
+                collection,
+                records[start : start + batch_size],
+                batch_size=batch_size,
+                progress=on_batch,
+            )
+    finally:
+        for client in clients:
+            client.close()
+
+
 def simulate(
     base_urls: Sequence[str],
     admin_token: str,
@@ -226,26 +258,7 @@ def simulate(
     rng = None if options.seed is None else seeded_rng(options.seed)
     with LDPClient(base_urls[0], token=admin_token) as admin:
         ensure_collection(admin, spec)
-    total = len(records)
-    sent = 0
-
-    def on_batch(count: int) -> None:
-        nonlocal sent
-        sent += count
-        if progress is not None:
-            progress(sent, total)
-
-    clients = [LDPClient(url, rng=rng) for url in base_urls]
-    try:
-        step = options.batch_size
-        for turn, start in enumerate(range(0, total, step)):
-            client = clients[turn % len(clients)]
-            client.submit(
-                DEMO_COLLECTION, records[start : start + step], batch_size=step, progress=on_batch
-            )
-    finally:
-        for client in clients:
-            client.close()
+    deal_records(base_urls, DEMO_COLLECTION, records, rng, options.batch_size, progress)
     with LDPClient(base_urls[0], token=analyst_token) as analyst:
         results = {
             name: analyst.frequencies(DEMO_COLLECTION, name, confidence=options.confidence)

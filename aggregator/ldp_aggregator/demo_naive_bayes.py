@@ -107,7 +107,7 @@ def simulate_naive_bayes(
     progress: Callable[[int, int], None] | None = None,
 ) -> NaiveBayesDemo:
     """Report the training split through the SDK, train over HTTP, score the held-out split."""
-    from ldp_aggregator.demo import ensure_collection, replicate
+    from ldp_aggregator.demo import deal_records, ensure_collection, replicate
 
     car = load_car()
     train, test = nb.holdout_split(car.records)
@@ -116,25 +116,7 @@ def simulate_naive_bayes(
     rng = None if options.seed is None else seeded_rng(options.seed + SEED_OFFSET)
     with LDPClient(base_urls[0], token=admin_token) as admin:
         ensure_collection(admin, spec)
-    total = len(records)
-    sent = 0
-
-    def on_batch(count: int) -> None:
-        nonlocal sent
-        sent += count
-        if progress is not None:
-            progress(sent, total)
-
-    clients = [LDPClient(url, rng=rng) for url in base_urls]
-    try:
-        step = options.batch_size
-        for turn, start in enumerate(range(0, total, step)):
-            clients[turn % len(clients)].submit(
-                NB_COLLECTION, records[start : start + step], batch_size=step, progress=on_batch
-            )
-    finally:
-        for client in clients:
-            client.close()
+    deal_records(base_urls, NB_COLLECTION, records, rng, options.batch_size, progress)
     with LDPClient(base_urls[0], token=analyst_token) as analyst:
         model = analyst.train_naive_bayes(NB_COLLECTION)
         predicted = analyst.predict_naive_bayes(NB_COLLECTION, model.id, test).predictions
