@@ -19,6 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from ldp_aggregator.demo import ensure_collection
 from ldp_client import LDPClient
 from ldp_shared.baskets import QuestParameters, basket_lists, item_names, quest_baskets
@@ -29,6 +32,7 @@ from ldp_shared.itemsets import (
     LengthAccuracy,
     PackedBits,
     accuracy_json,
+    estimate_itemsets,
     evaluate_supports,
     mine_frequent_itemsets,
 )
@@ -85,11 +89,12 @@ class ItemsetDemoResult:
     accuracy: list[LengthAccuracy]
     names: list[str]
     seconds: float
+    true_supports: dict[frozenset[str], float]
+    """The exact support in the true baskets of every released itemset and rule side,
+    frequent in the truth or not."""
 
     def _true_support(self, items: list[str]) -> float:
-        index = {name: i for i, name in enumerate(self.names)}
-        found = self.truth.support_of(index[name] for name in items)
-        return 0.0 if found is None else found
+        return self.true_supports[frozenset(items)]
 
     def top_itemsets(self) -> list[dict[str, Any]]:
         """The ``top`` itemsets of two or more items with the highest estimated support."""
@@ -254,6 +259,7 @@ def run_itemsets_demo(
     )
     reported = {frozenset(itemset.items): itemset.support for itemset in released.itemsets}
     return ItemsetDemoResult(
+        true_supports=exact_supports(packed, names, released),
         options=opts,
         released=released,
         truth=truth,
@@ -261,6 +267,24 @@ def run_itemsets_demo(
         names=names,
         seconds=time.perf_counter() - started,
     )
+
+
+def exact_supports(
+    packed: NDArray[np.uint8], names: list[str], released: ItemsetResult
+) -> dict[frozenset[str], float]:
+    """Support in the true baskets of every itemset the release names (p = 1, no noise)."""
+    wanted = {frozenset(i.items) for i in released.itemsets}
+    for rule in released.rules:
+        wanted |= {frozenset(rule.antecedent), frozenset(rule.antecedent + rule.consequent)}
+    ordered = sorted(wanted, key=sorted)
+    index = {name: i for i, name in enumerate(names)}
+    exact = estimate_itemsets(
+        PackedBits(packed),
+        len(names),
+        BitChannel.exact(),
+        [[index[name] for name in itemset] for itemset in ordered],
+    )
+    return dict(zip(ordered, exact.support.tolist(), strict=True))
 
 
 def simulate_itemsets(
