@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 from _common import DATA_DIR, base_parser, emit, log, start_marker, zipf_frequencies
+from ldp_shared.analyses.postprocess import POSTPROCESS_METHODS, postprocess
 from ldp_shared.codec import Privatizer, decode_reports
 from ldp_shared.collection import build_config, mechanisms_of
-from ldp_shared.postprocess import POSTPROCESS_METHODS, postprocess
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import AttributeSpec, CollectionSpec
 

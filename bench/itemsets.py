@@ -47,19 +47,19 @@ from _common import (
     log,
     start_marker,
 )
-from ldp_shared.baskets import (
-    QuestParameters,
-    quest_chunks,
-    read_fimi,
-    unpack_baskets,
-)
-from ldp_shared.itemsets import (
+from ldp_shared.analyses.itemsets import (
     BitChannel,
     PackedBits,
     accuracy_json,
     column_sums,
     evaluate,
     mine_frequent_itemsets,
+)
+from ldp_shared.baskets import (
+    QuestParameters,
+    quest_chunks,
+    read_fimi,
+    unpack_baskets,
 )
 from ldp_shared.mechanisms import Mask
 from ldp_shared.rand import seeded_rng
@@ -302,7 +302,7 @@ def http_run(rows: int | None) -> dict[str, Any]:
         memory = server.memory_kib()
     reported = {frozenset(int(n[1:]) for n in i.items): i.support for i in result.itemsets}
     true = {frozenset(int(labels[j]) for j in s): v for s, v in truth.as_dict().items()}
-    from ldp_shared.itemsets import evaluate_supports
+    from ldp_shared.analyses.itemsets import evaluate_supports
 
     return {
         "dataset": "T10I4D100K",

@@ -3,7 +3,7 @@
 Data sets:
 
 * UCI Car Evaluation (bundled): a fixed seeded split of the 1,728 records
-  (``ldp_shared.naive_bayes.holdout_split``: 1,382 training, 346 held out); the
+  (``ldp_shared.analyses.naive_bayes.holdout_split``: 1,382 training, 346 held out); the
   training records only are replicated to at least 100,000 clients.
 * UCI Adult (``../shared/data/adult.data`` and ``adult.test``, or ``$LDP_BENCH_DATA``):
   the real 32,561 training records, tested on the 16,281 of adult.test. Features: the
@@ -16,7 +16,7 @@ For ε ∈ {0.5, 1, 2, 4, 8}, SUE and OUE, budgets ``split`` and ``sample``, and
 clients are simulated offline through the SDK's own local randomizer
 (``Privatizer.privatize_columns`` → packed reports), the reports decoded as the
 aggregator does (``decode_reports`` → sufficient statistics) and the model trained by
-the aggregator's own function (``ldp_shared.naive_bayes.build_model``) with the API's
+the aggregator's own function (``ldp_shared.analyses.naive_bayes.build_model``) with the API's
 defaults (``alpha = 1``, ``repair = posterior-mean``). Not over HTTP, so that the 400
 trainings per data set take minutes; the HTTP path is the same code (tests/e2e). The
 same reports are also trained with ``repair = clamp`` (max(N̂, 0), the plain rule) as
@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from _common import DATA_DIR, base_parser, emit, log, start_marker
-from ldp_shared import naive_bayes as nb
+from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.codec import Privatizer, decode_reports, records_to_columns
 from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.datasets import load_car
@@ -142,7 +142,7 @@ def non_private_accuracy(
         model = nb.non_private_model(config, train, alpha=1.0)
         return nb.accuracy(
             model, test
-        ), "ldp_shared.naive_bayes.non_private_model (= CategoricalNB)"
+        ), "ldp_shared.analyses.naive_bayes.non_private_model (= CategoricalNB)"
     assert config.label is not None
     features = config.features
     classes = config.label.domain
@@ -297,7 +297,9 @@ def main() -> None:
     datasets["car"] = run_dataset(
         "car", car.domains, "class", train, test, copies, epsilons, seeds, 1_000_000
     )
-    datasets["car"]["split"] = "ldp_shared.naive_bayes.holdout_split(records, 0.2, seed=20190503)"
+    datasets["car"]["split"] = (
+        "ldp_shared.analyses.naive_bayes.holdout_split(records, 0.2, seed=20190503)"
+    )
     datasets["car"]["citation"] = car.citation
 
     folder = data_dir()
@@ -332,7 +334,7 @@ def main() -> None:
         "simulation": (
             "offline: the SDK's Privatizer.privatize_columns (packed reports), the "
             "aggregator's decode_reports (sufficient statistics) and its training function "
-            "ldp_shared.naive_bayes.build_model; not over HTTP (same code, see tests/e2e)"
+            "ldp_shared.analyses.naive_bayes.build_model; not over HTTP (same code, see tests/e2e)"
         ),
         "training_defaults": {"alpha": 1.0, "repair": "posterior-mean"},
         "ablation": "clamp_accuracy_*: the same reports trained with repair=clamp",

@@ -24,9 +24,7 @@ from numpy.typing import NDArray
 
 from ldp_aggregator.demo import ensure_collection
 from ldp_client import LDPClient
-from ldp_shared.baskets import QuestParameters, basket_lists, item_names, quest_baskets
-from ldp_shared.itemset_wire import ItemsetResult
-from ldp_shared.itemsets import (
+from ldp_shared.analyses.itemsets import (
     BitChannel,
     FrequentItemsets,
     LengthAccuracy,
@@ -36,6 +34,8 @@ from ldp_shared.itemsets import (
     evaluate_supports,
     mine_frequent_itemsets,
 )
+from ldp_shared.baskets import QuestParameters, basket_lists, item_names, quest_baskets
+from ldp_shared.itemset_wire import ItemsetResult
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 

@@ -1,7 +1,7 @@
 """The naive Bayes part of ``ldpcollect demo``: a label collection, a model, its accuracy.
 
 Against a running aggregator: the bundled car data is split once (a fixed seeded split,
-:func:`ldp_shared.naive_bayes.holdout_split`: 80% training, 20% held out); only the
+:func:`ldp_shared.analyses.naive_bayes.holdout_split`: 80% training, 20% held out); only the
 training records are replicated, one simulated client each, and reported through the SDK
 over HTTP to a collection whose label is ``class`` (features reported jointly with the
 class, Yilmaz et al. 2019). The analyst trains a model over HTTP, classifies the held-out
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ldp_client import LDPClient
-from ldp_shared import naive_bayes as nb
+from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.collection import build_config
 from ldp_shared.datasets import load_car
 from ldp_shared.rand import seeded_rng

@@ -2,7 +2,7 @@
 
 In a label collection (naive Bayes) a feature's frequencies are the sums over the classes
 of its joint estimates, and the label's are combined over the features
-(:mod:`ldp_shared.joint`, with their variances); under the ``sample`` budget each
+(:mod:`ldp_shared.analyses.joint`, with their variances); under the ``sample`` budget each
 attribute is estimated from the reports that carried it, with the sampling variance added.
 """
 
@@ -14,16 +14,16 @@ from sqlalchemy import Engine
 
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.stats import Stats, read_stats
-from ldp_shared.collection import CollectionConfig, mechanisms_of
-from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
-from ldp_shared.joint import (
+from ldp_shared.analyses.joint import (
     attribute_reports,
     feature_marginal,
     label_estimate,
     sampled_estimate,
 )
+from ldp_shared.analyses.postprocess import POSTPROCESS_METHODS, PostProcess, postprocess
+from ldp_shared.collection import CollectionConfig, mechanisms_of
+from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.kernel import FrequencyEstimate, z_value
-from ldp_shared.postprocess import POSTPROCESS_METHODS, PostProcess, postprocess
 from ldp_shared.wire import FrequencyResult
 
 

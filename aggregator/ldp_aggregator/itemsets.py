@@ -4,7 +4,7 @@ Mining reads the reports once per itemset length from 2 on. So that every pass s
 same reports while new ones keep arriving, the attribute's packed bits are first copied
 into a :class:`ReportSpool` (a snapshot: in memory up to :data:`SPOOL_MEMORY_BYTES`, then
 in a temporary file that is deleted afterwards), and
-:func:`ldp_shared.itemsets.mine_frequent_itemsets` reads it chunk by chunk. Peak memory
+:func:`ldp_shared.analyses.itemsets.mine_frequent_itemsets` reads it chunk by chunk. Peak memory
 is the spool's memory part plus one chunk, whatever the number of reports.
 
 The singletons come from the sufficient statistics (the per-item sums kept at
@@ -28,6 +28,14 @@ from sqlalchemy import Engine
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.reports import iter_report_bits
 from ldp_aggregator.storage.stats import Stats, read_stats
+from ldp_shared.analyses.itemsets import (
+    BitChannel,
+    FrequentItemsets,
+    association_rules,
+    column_sums,
+    interval,
+    mine_frequent_itemsets,
+)
 from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.itemset_wire import (
@@ -36,16 +44,8 @@ from ldp_shared.itemset_wire import (
     ItemsetResult,
     LevelInfo,
     RuleEstimate,
-    mask_privacy,
-)
-from ldp_shared.itemsets import (
-    BitChannel,
-    FrequentItemsets,
-    association_rules,
     check_mining_query,
-    column_sums,
-    interval,
-    mine_frequent_itemsets,
+    mask_privacy,
 )
 
 SPOOL_MEMORY_BYTES = 64 * 2**20
@@ -68,7 +68,7 @@ class ReportSpool:
 
     Rows live in memory up to ``memory_bytes``; past that, all of them move to an
     anonymous temporary file (deleted on :meth:`close`). Implements
-    :class:`ldp_shared.itemsets.PackedSource`.
+    :class:`ldp_shared.analyses.itemsets.PackedSource`.
     """
 
     def __init__(

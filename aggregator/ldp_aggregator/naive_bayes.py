@@ -1,6 +1,6 @@
 """Naive Bayes models of a label collection: train, store, read back, predict, export.
 
-The mathematics is :mod:`ldp_shared.naive_bayes` (Yilmaz, Al-Rubaie and Chang,
+The mathematics is :mod:`ldp_shared.analyses.naive_bayes` (Yilmaz, Al-Rubaie and Chang,
 arXiv:1905.01039, 2019). Training reads the collection's sufficient statistics only
 (O(Σ d_j·k), never the reports) and stores the model as released, in the same
 transaction that reads the statistics' snapshot. Prediction queries are the analyst's
@@ -18,7 +18,7 @@ from sqlalchemy import Engine
 from ldp_aggregator.storage.collections import StoredCollection, utc_today
 from ldp_aggregator.storage.models import insert_model, list_model_ids, load_model_json
 from ldp_aggregator.storage.stats import read_stats
-from ldp_shared import naive_bayes as nb
+from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.wire import (
     CategoricalNBExport,

@@ -224,7 +224,7 @@ class LDPClient:
     def export_naive_bayes(self, name: str, model_id: str) -> CategoricalNBExport:
         """A model as the attributes of scikit-learn's ``CategoricalNB`` (analyst token).
 
-        ``ldp_shared.naive_bayes.to_categorical_nb`` turns it into a fitted estimator.
+        ``ldp_shared.analyses.naive_bayes.to_categorical_nb`` turns it into a fitted estimator.
         """
         return self._call(export_naive_bayes_call(name, model_id))
 

@@ -7,7 +7,7 @@ polls it, and :func:`job_result` turns a job into its result, ``None`` while it 
 the typed error it failed with. Arguments are checked here, before any request
 (:class:`~ldp_shared.errors.InvalidQueryError`).
 
-The estimator (MASK, Rizvi and Haritsa, VLDB 2002) is :mod:`ldp_shared.itemsets`;
+The estimator (MASK, Rizvi and Haritsa, VLDB 2002) is :mod:`ldp_shared.analyses.itemsets`;
 ``pandas.DataFrame(result.table())`` is the frame mlxtend's ``association_rules`` takes.
 """
 
@@ -27,8 +27,8 @@ from ldp_shared.itemset_wire import (
     ItemsetQuery,
     ItemsetResult,
     MaskPrivacy,
+    check_mining_query,
 )
-from ldp_shared.itemsets import check_mining_query
 
 __all__ = [
     "build_itemset_query",

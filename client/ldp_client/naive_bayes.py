@@ -7,8 +7,8 @@ request: a bad training option or query record raises
 :class:`~ldp_shared.errors.ModelNotFoundError`.
 
 The model itself (Yilmaz, Al-Rubaie and Chang, arXiv:1905.01039, 2019) is
-:mod:`ldp_shared.naive_bayes`: a fetched :class:`~ldp_shared.wire.NaiveBayesModel` can
-also predict locally (``ldp_shared.naive_bayes.predict``) or become a scikit-learn
+:mod:`ldp_shared.analyses.naive_bayes`: a fetched :class:`~ldp_shared.wire.NaiveBayesModel` can
+also predict locally (``ldp_shared.analyses.naive_bayes.predict``) or become a scikit-learn
 ``CategoricalNB`` (``to_categorical_nb(export_categorical_nb(model))``).
 """
 

@@ -9,18 +9,23 @@ answers a :class:`MaskPrivacy`.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ldp_shared.collection import AttributeConfig
 from ldp_shared.errors import InvalidQueryError
+from ldp_shared.kernel import z_value
 from ldp_shared.mechanisms import Mask
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9_-]{16,32}$"
 
 MAX_WAIT_SECONDS = 60.0
 MAX_RULES = 100_000
+
+MAX_ITEMSET_SIZE = 12
+"""Longest itemset mined: the estimator and the rules visit the ``2^k`` subsets."""
 
 JobStatus = Literal["queued", "running", "done", "failed"]
 
@@ -195,3 +200,43 @@ class ItemsetJob(_Wire):
     updated_unix: int
     result: ItemsetResult | None = None
     error: JobError | None = None
+
+
+def check_mining_query(
+    min_support: float,
+    max_size: int | None = None,
+    support_reduction: float = 0.0,
+    min_confidence: float = 0.0,
+    confidence: float = 0.95,
+) -> None:
+    """Refuse impossible parameters with :class:`InvalidQueryError` (before any work).
+
+    ``min_support`` in (0, 1]; ``max_size`` a whole number from 1 to
+    :data:`MAX_ITEMSET_SIZE` (or ``None``); ``support_reduction`` in [0, 1);
+    ``min_confidence`` in [0, 1]; the interval ``confidence`` in (0, 1).
+    """
+
+    def finite(value: object) -> bool:
+        return (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(float(value))
+        )
+
+    if not finite(min_support) or not 0.0 < float(min_support) <= 1.0:
+        raise InvalidQueryError(f"min_support must lie in (0, 1], got {min_support!r}")
+    if max_size is not None and (
+        isinstance(max_size, bool)
+        or not isinstance(max_size, int)
+        or not 1 <= max_size <= MAX_ITEMSET_SIZE
+    ):
+        raise InvalidQueryError(
+            f"max_size must be a whole number from 1 to {MAX_ITEMSET_SIZE}, got {max_size!r}"
+        )
+    if not finite(support_reduction) or not 0.0 <= float(support_reduction) < 1.0:
+        raise InvalidQueryError(f"support_reduction must lie in [0, 1), got {support_reduction!r}")
+    if not finite(min_confidence) or not 0.0 <= float(min_confidence) <= 1.0:
+        raise InvalidQueryError(f"min_confidence must lie in [0, 1], got {min_confidence!r}")
+    if not finite(confidence):
+        raise InvalidQueryError(f"confidence must lie in (0, 1), got {confidence!r}")
+    z_value(float(confidence))

@@ -103,14 +103,15 @@ class FrequencyResult(_Wire):
 #
 # Yilmaz, Al-Rubaie and Chang, "Locally Differentially Private Naive Bayes
 # Classification" (arXiv:1905.01039, 2019): the model is trained from the estimated joint
-# counts N̂(x_j = v, c) of each feature with the class (ldp_shared.naive_bayes).
+# counts N̂(x_j = v, c) of each feature with the class (ldp_shared.analyses.naive_bayes).
 
 MAX_PREDICT_RECORDS = 10_000
 MODEL_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
 
 
 CountRepair = Literal["posterior-mean", "clamp"]
-"""How a noisy joint count is made non-negative before smoothing (``ldp_shared.naive_bayes``)."""
+"""How a noisy joint count is made non-negative before smoothing
+(``ldp_shared.analyses.naive_bayes``)."""
 
 
 class NaiveBayesTrainRequest(_Wire):
@@ -219,7 +220,7 @@ class CategoricalNBExport(_Wire):
 
     ``feature_log_prob_[j]`` is ``k × d_j``; a record is encoded as the index of each
     feature's value in ``categories[j]``, in ``feature_names`` order. A ``CategoricalNB``
-    with these attributes set (see ``ldp_shared.naive_bayes.to_categorical_nb``) predicts
+    with these attributes set (see ``ldp_shared.analyses.naive_bayes.to_categorical_nb``) predicts
     exactly as the model.
     """
 

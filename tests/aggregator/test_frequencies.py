@@ -9,10 +9,10 @@ import pytest
 
 from ldp_aggregator.frequencies import frequency_result
 from ldp_aggregator.storage.stats import Stats
+from ldp_shared.analyses.postprocess import norm_sub, project_to_simplex
 from ldp_shared.codec import decode_reports
 from ldp_shared.collection import CollectionConfig, build_config, mechanisms_of
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
-from ldp_shared.postprocess import norm_sub, project_to_simplex
 from ldp_shared.schema import CollectionSpec
 
 from .conftest import AGES, COLORS, ITEMS, packed_reports, spec_payload

@@ -15,7 +15,7 @@ from sqlalchemy import Engine, func, select
 
 from ldp_aggregator.storage.migrate import upgrade
 from ldp_aggregator.storage.tables import models
-from ldp_shared import naive_bayes as nb
+from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.codec import Privatizer
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.datasets import load_car

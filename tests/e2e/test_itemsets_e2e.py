@@ -27,14 +27,14 @@ from ldp_aggregator.demo import running_aggregator
 from ldp_aggregator.demo_itemsets import DATA_SEED, ItemsetDemoOptions, simulate_itemsets
 from ldp_aggregator.settings import Settings
 from ldp_client import AsyncLDPClient, InvalidRecordError
-from ldp_shared.baskets import QuestParameters, basket_lists, item_names, quest_baskets
-from ldp_shared.itemset_wire import ItemsetResult
-from ldp_shared.itemsets import (
+from ldp_shared.analyses.itemsets import (
     BitChannel,
     PackedBits,
     estimate_itemsets,
     mine_frequent_itemsets,
 )
+from ldp_shared.baskets import QuestParameters, basket_lists, item_names, quest_baskets
+from ldp_shared.itemset_wire import ItemsetResult
 from ldp_shared.rand import seeded_rng
 
 pytestmark = pytest.mark.e2e

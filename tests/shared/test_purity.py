@@ -25,7 +25,7 @@ MODULES = [
     "ldp_shared.errors",
     "ldp_shared.kernel",
     "ldp_shared.mechanisms",
-    "ldp_shared.postprocess",
+    "ldp_shared.analyses.postprocess",
     "ldp_shared.rand",
     "ldp_shared.schema",
     "ldp_shared.wire",

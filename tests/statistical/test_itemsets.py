@@ -26,14 +26,14 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from ldp_shared.baskets import QuestParameters, quest_baskets, unpack_baskets
-from ldp_shared.itemsets import (
+from ldp_shared.analyses.itemsets import (
     BitChannel,
     PackedBits,
     estimate_itemsets,
     evaluate,
     mine_frequent_itemsets,
 )
+from ldp_shared.baskets import QuestParameters, quest_baskets, unpack_baskets
 from ldp_shared.mechanisms import Mask
 from ldp_shared.rand import seeded_rng
 

@@ -10,7 +10,7 @@ truth and against their stated variances, with power checks.
    cells: a binomial test on the number of misses over all variants.
    Power: reports made at ε·1.3 or ε/1.3 and estimated with the RIGHT config are
    rejected by the same χ² test (the design's non-centrality is checked first).
-2. Marginals against their variance formulas (:mod:`ldp_shared.joint`): ``R`` fresh
+2. Marginals against their variance formulas (:mod:`ldp_shared.analyses.joint`): ``R`` fresh
    draws of the sufficient statistics (exact binomial sampling of every cell's count,
    which is the statistics' exact distribution; under ``sample`` the reporters of each
    feature are redrawn too). Bias (z-tests) and variance (``(R-1)s²/σ² ~ χ²_{R-1}``) of
@@ -34,11 +34,11 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from ldp_shared import naive_bayes as nb
+from ldp_shared.analyses import naive_bayes as nb
+from ldp_shared.analyses.joint import feature_marginal, label_estimate
 from ldp_shared.codec import Privatizer, decode_reports, encode_columns, records_to_columns
 from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.datasets import load_car
-from ldp_shared.joint import feature_marginal, label_estimate
 from ldp_shared.kernel import frequency_variance
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec

@@ -4,14 +4,14 @@ After Yilmaz, Al-Rubaie and Chang, "Locally Differentially Private Naive Bayes
 Classification" (arXiv:1905.01039, 2019), DESIGN.md §5. A label collection reports each
 feature ``j`` jointly with the class ``c`` (cell ``x_j·k + c``, unary encoding), so its
 statistics hold, per feature, the counters of the ``d_j·k`` joint cells
-(:mod:`ldp_shared.joint`). Training never reads a report:
+(see :mod:`.joint`). Training never reads a report:
 
 1. Joint counts. Over the ``n_j`` reports that carried feature ``j`` (all ``n`` under
    the ``split`` budget), with ``S_vc`` of them having bit ``(v, c)`` set:
    ``N̂_j(v, c) = (S_vc - n_j q) / (p - q) = n_j·f̂(v, c)``, unbiased, with standard error
    ``n_j·sqrt(Var f̂)``, ``Var f̂ = [f p(1-p) + (1-f) q(1-q)] / (n_j (p-q)²)``.
 2. Class counts. ``N̂(c) = n·π̂(c)``, ``π̂`` the class distribution combined over the
-   features (:func:`ldp_shared.joint.label_estimate`).
+   features (:func:`ldp_shared.analyses.joint.label_estimate`).
 3. Repair and smoothing (stated in every model). Raw estimates can be negative, and
    a count whose truth is 0 is estimated as noise around 0. Each count ``N̂`` with
    standard error ``σ`` is repaired to its posterior mean under a flat prior on
@@ -50,10 +50,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldp_shared.codec import encode_columns, records_to_columns
-from ldp_shared.collection import AttributeConfig, CollectionConfig
-from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
-from ldp_shared.joint import (
+from ldp_shared.analyses.joint import (
     Sums,
     attribute_reports,
     attribute_sums,
@@ -61,6 +58,9 @@ from ldp_shared.joint import (
     sampling_variance,
     sum_variance,
 )
+from ldp_shared.codec import encode_columns, records_to_columns
+from ldp_shared.collection import AttributeConfig, CollectionConfig
+from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.kernel import FloatArray, frequency_variance, z_value
 from ldp_shared.rand import seeded_rng
 from ldp_shared.wire import (
@@ -210,7 +210,7 @@ class ClassCounts:
 
 
 def class_counts(features: Sequence[FeatureCounts], n: int, weights: FloatArray) -> ClassCounts:
-    """``N̂(c) = n·Σ_j w_j ĝ_j(c)``, ``ĝ_j(c) = Σ_v N̂_j(v, c)/n_j`` (:mod:`ldp_shared.joint`)."""
+    """``N̂(c) = n·Σ_j w_j ĝ_j(c)``, ``ĝ_j(c) = Σ_v N̂_j(v, c)/n_j`` (see :mod:`.joint`)."""
     k = features[0].counts.shape[0]
     pi = np.zeros(k)
     for w, f in zip(weights, features, strict=True):

@@ -5,8 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ldp_shared.analyses.postprocess import (
+    POSTPROCESS_METHODS,
+    norm_sub,
+    postprocess,
+    project_to_simplex,
+)
 from ldp_shared.errors import InvalidQueryError
-from ldp_shared.postprocess import POSTPROCESS_METHODS, norm_sub, postprocess, project_to_simplex
 
 
 def _inputs() -> list[np.ndarray]:

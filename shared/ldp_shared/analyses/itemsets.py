@@ -69,6 +69,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
+from ldp_shared.itemset_wire import MAX_ITEMSET_SIZE, check_mining_query
 from ldp_shared.kernel import z_value
 
 IntArray = NDArray[np.int64]
@@ -76,9 +77,6 @@ FloatArray = NDArray[np.float64]
 ByteMatrix = NDArray[np.uint8]
 
 CountingMethod = Literal["auto", "gram", "bitset"]
-
-MAX_ITEMSET_SIZE = 12
-"""Longest itemset mined: the estimator and the rules visit the ``2^k`` subsets."""
 
 DEFAULT_MAX_CANDIDATES = 5_000_000
 """Candidates of one level beyond which mining stops with :class:`InvalidQueryError`."""
@@ -555,46 +553,6 @@ def _level_k(
 
 
 # ----------------------------------------------------------------------------- mining
-
-
-def check_mining_query(
-    min_support: float,
-    max_size: int | None = None,
-    support_reduction: float = 0.0,
-    min_confidence: float = 0.0,
-    confidence: float = 0.95,
-) -> None:
-    """Refuse impossible parameters with :class:`InvalidQueryError` (before any work).
-
-    ``min_support`` in (0, 1]; ``max_size`` a whole number from 1 to
-    :data:`MAX_ITEMSET_SIZE` (or ``None``); ``support_reduction`` in [0, 1);
-    ``min_confidence`` in [0, 1]; the interval ``confidence`` in (0, 1).
-    """
-
-    def finite(value: object) -> bool:
-        return (
-            isinstance(value, int | float)
-            and not isinstance(value, bool)
-            and math.isfinite(float(value))
-        )
-
-    if not finite(min_support) or not 0.0 < float(min_support) <= 1.0:
-        raise InvalidQueryError(f"min_support must lie in (0, 1], got {min_support!r}")
-    if max_size is not None and (
-        isinstance(max_size, bool)
-        or not isinstance(max_size, int)
-        or not 1 <= max_size <= MAX_ITEMSET_SIZE
-    ):
-        raise InvalidQueryError(
-            f"max_size must be a whole number from 1 to {MAX_ITEMSET_SIZE}, got {max_size!r}"
-        )
-    if not finite(support_reduction) or not 0.0 <= float(support_reduction) < 1.0:
-        raise InvalidQueryError(f"support_reduction must lie in [0, 1), got {support_reduction!r}")
-    if not finite(min_confidence) or not 0.0 <= float(min_confidence) <= 1.0:
-        raise InvalidQueryError(f"min_confidence must lie in [0, 1], got {min_confidence!r}")
-    if not finite(confidence):
-        raise InvalidQueryError(f"confidence must lie in (0, 1), got {confidence!r}")
-    z_value(float(confidence))
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Frequent itemsets (ldp_shared.itemsets): exact properties.
+"""Frequent itemsets (ldp_shared.analyses.itemsets): exact properties.
 
 * With ``p = 1, q = 0`` (no noise) mining is Apriori: the itemsets and supports equal
   mlxtend's ``apriori`` and ``fpgrowth`` on the same baskets, whichever counting method.
@@ -22,9 +22,7 @@ import pandas as pd
 import pytest
 from mlxtend.frequent_patterns import apriori, association_rules, fpgrowth
 
-from ldp_shared.baskets import QuestParameters, quest_baskets, unpack_baskets
-from ldp_shared.errors import ConfigurationError, InvalidQueryError
-from ldp_shared.itemsets import (
+from ldp_shared.analyses.itemsets import (
     MAX_ITEMSET_SIZE,
     BitChannel,
     FrequentItemsets,
@@ -37,9 +35,11 @@ from ldp_shared.itemsets import (
     itemsets_table,
     mine_frequent_itemsets,
 )
-from ldp_shared.itemsets import (
+from ldp_shared.analyses.itemsets import (
     association_rules as our_rules,
 )
+from ldp_shared.baskets import QuestParameters, quest_baskets, unpack_baskets
+from ldp_shared.errors import ConfigurationError, InvalidQueryError
 from ldp_shared.kernel import frequency_variance
 from ldp_shared.mechanisms import Mask
 from ldp_shared.rand import seeded_rng

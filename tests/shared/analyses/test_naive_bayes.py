@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 from sklearn.naive_bayes import CategoricalNB
 
-from ldp_shared import naive_bayes as nb
+from ldp_shared.analyses import naive_bayes as nb
+from ldp_shared.analyses.joint import label_estimate, label_weights
 from ldp_shared.codec import Privatizer, decode_reports, encode_columns, records_to_columns
 from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.datasets import load_car
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError, InvalidRecordError
-from ldp_shared.joint import label_estimate, label_weights
 from ldp_shared.kernel import unary_epsilon
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
@@ -607,13 +607,13 @@ def test_sample_budget_keeps_counting_mask_attributes_in_every_report() -> None:
 
 
 def test_naive_bayes_modules_are_pure() -> None:
-    """ldp_shared.joint and ldp_shared.naive_bayes import no web, database or SDK code (and
-    scikit-learn only inside ``to_categorical_nb``)."""
+    """ldp_shared.analyses.joint and .naive_bayes import no web, database or SDK code
+    (and scikit-learn only inside ``to_categorical_nb``)."""
     import subprocess
     import sys
 
     code = (
-        "import json, sys, ldp_shared.joint, ldp_shared.naive_bayes\n"
+        "import json, sys, ldp_shared.analyses.joint, ldp_shared.analyses.naive_bayes\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
