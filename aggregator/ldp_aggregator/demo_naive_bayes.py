@@ -90,7 +90,7 @@ def baseline_accuracy(
     classes = config.label.domain
 
     def encode(records: Sequence[dict[str, str]]) -> np.ndarray[Any, Any]:
-        return np.array([[a.domain.index(r[a.name]) for a in features] for r in records])
+        return np.array([[a.values.index(r[a.name]) for a in features] for r in records])
 
     estimator = CategoricalNB(alpha=1.0, min_categories=[a.d for a in features])
     estimator.fit(encode(train), [classes.index(r[LABEL]) for r in train])

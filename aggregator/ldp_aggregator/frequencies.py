@@ -8,20 +8,18 @@ attribute is estimated from the reports that carried it, with the sampling varia
 
 from __future__ import annotations
 
-import numpy as np
-from numpy.typing import NDArray
 from sqlalchemy import Engine
 
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.stats import Stats, read_stats
 from ldp_shared.analyses.joint import (
+    attribute_estimate,
     attribute_reports,
     feature_marginal,
     label_estimate,
-    sampled_estimate,
 )
 from ldp_shared.analyses.postprocess import POSTPROCESS_METHODS, PostProcess, postprocess
-from ldp_shared.collection import CollectionConfig, mechanisms_of
+from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.kernel import FrequencyEstimate, z_value
 from ldp_shared.wire import FrequencyResult
@@ -49,7 +47,7 @@ def check_frequency_query(
     if attribute == label:
         return None, known_method
     index = names.index(attribute)
-    if known_method != "none" and config.attributes[index].mechanism == "mask":
+    if known_method != "none" and not config.spec_of(config.attributes[index]).is_distribution:
         raise InvalidQueryError(
             f"attribute {attribute!r} is a basket (MASK): its item supports need not sum "
             "to 1, so post-processing onto the simplex does not apply; use postprocess=none"
@@ -85,25 +83,20 @@ def frequency_result(
         )
     carried: int | None = None
     estimate: FrequencyEstimate
+    epsilon = config.privacy.attribute(attribute).epsilon
     if index is None:
         assert config.label is not None
         estimate = label_estimate(config, n, stats.sums, confidence)
         name, mechanism, values = config.label.name, _label_mechanism(config), config.label.domain
-        epsilon = sum(a.epsilon for a in config.features)
-        if config.spec.budget == "sample":
-            epsilon = max(a.epsilon for a in config.features)
     else:
         attr = config.attributes[index]
-        name, mechanism, values, epsilon = attr.name, attr.mechanism, attr.domain, attr.epsilon
+        name, mechanism, values = attr.name, attr.mechanism, attr.values
         if attr.sample_index is not None:
             carried = attribute_reports(attr, n, stats.sums)
         if attr.is_feature:
             estimate = feature_marginal(attr, n, stats.sums, confidence)
-        elif attr.sample_index is not None:
-            estimate = sampled_estimate(config, attr, n, stats.sums, confidence)
         else:
-            sums: NDArray[np.int64] = stats.sums[attr.stats_offset : attr.stats_offset + attr.d]
-            estimate = mechanisms_of(config)[index].estimate(sums, n, confidence)
+            estimate = attribute_estimate(config, attr, n, stats.sums, confidence)
     repaired = None if known == "none" else postprocess(estimate.estimate, known).tolist()
     return FrequencyResult(
         collection=config.name,
@@ -136,5 +129,7 @@ def estimate_frequencies(
     config = collection.config
     check_frequency_query(config, attribute, confidence, method)
     with engine.connect() as connection:
-        stats = read_stats(connection, collection.id, config.stats_length)
+        stats = read_stats(
+            connection, collection.id, config.stats_length, config.float_stats_length
+        )
     return frequency_result(config, stats, attribute, confidence, method)

@@ -26,8 +26,8 @@ from sqlalchemy.exc import IntegrityError
 
 from ldp_aggregator.storage.collections import StoredCollection, utc_today
 from ldp_aggregator.storage.reports import existing_ids, insert_reports
-from ldp_aggregator.storage.stats import add_to_stats, lock_stats, read_stats
-from ldp_shared.codec import decode_reports
+from ldp_aggregator.storage.stats import Stats, add_to_stats, lock_stats, read_stats
+from ldp_shared.codec import DecodedBatch, decode_reports
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidReportError
 from ldp_shared.wire import (
@@ -50,14 +50,14 @@ class JudgedBatch:
 
     ``reasons[i]`` is why report ``i`` is rejected (``None``: valid). ``candidates``
     are the positions of the valid reports whose id is new within the batch, in
-    batch order; ``matrix`` holds their packed bits (one row each) and ``sums`` their
-    statistics; ``batch_duplicates`` are positions of valid repeats within the batch.
+    batch order; ``matrix`` holds their packed bits (one row each) and ``delta`` the
+    statistics they add; ``batch_duplicates`` are positions of valid repeats within the batch.
     """
 
     reasons: list[str | None]
     candidates: list[int]
     matrix: NDArray[np.uint8]
-    sums: NDArray[np.int64]
+    delta: Stats
     batch_duplicates: set[int]
 
 
@@ -109,17 +109,26 @@ def judge_batch(config: CollectionConfig, batch: ReportBatch) -> JudgedBatch:
         rows.append(row)
 
     if len(rows) == len(positions):
-        kept, sums = matrix, decoded.sums
+        kept, delta = matrix, _as_delta(decoded)
     else:
         kept = matrix[rows]
-        sums = decode_reports(config, kept).sums
+        delta = statistics_of(config, kept)
     return JudgedBatch(
         reasons=reasons,
         candidates=candidates,
         matrix=kept,
-        sums=sums,
+        delta=delta,
         batch_duplicates=batch_duplicates,
     )
+
+
+def _as_delta(decoded: DecodedBatch) -> Stats:
+    return Stats(n_reports=int(decoded.valid.sum()), sums=decoded.sums, floats=decoded.floats)
+
+
+def statistics_of(config: CollectionConfig, matrix: NDArray[np.uint8]) -> Stats:
+    """The statistics that valid packed reports ``matrix`` add to their collection's."""
+    return _as_delta(decode_reports(config, matrix))
 
 
 def ingest_batch(
@@ -166,10 +175,10 @@ def _store(
         if stored:
             fresh = [row for row, report_id in enumerate(ids) if report_id not in stored]
             matrix = judged.matrix[fresh]
-            sums = decode_reports(config, matrix).sums
+            delta = statistics_of(config, matrix)
             fresh_ids = [ids[row] for row in fresh]
         else:
-            matrix, sums, fresh_ids = judged.matrix, judged.sums, ids
+            matrix, delta, fresh_ids = judged.matrix, judged.delta, ids
         if fresh_ids:
             insert_reports(
                 connection,
@@ -177,8 +186,10 @@ def _store(
                 list(zip(fresh_ids, (row.tobytes() for row in matrix), strict=True)),
                 day,
             )
-            current = read_stats(connection, collection.id, config.stats_length)
-            add_to_stats(connection, collection.id, current, len(fresh_ids), sums)
+            current = read_stats(
+                connection, collection.id, config.stats_length, config.float_stats_length
+            )
+            add_to_stats(connection, collection.id, current, delta)
     return stored
 
 

@@ -158,7 +158,7 @@ class ReportSpool:
 
 def basket_attribute(config: CollectionConfig, name: str | None) -> AttributeConfig:
     """The MASK attribute ``name`` (or the only one when ``name`` is ``None``)."""
-    baskets = [a for a in config.attributes if a.mechanism == "mask"]
+    baskets = [a for a in config.attributes if config.spec_of(a).is_basket]
     if name is None:
         if len(baskets) != 1:
             raise InvalidQueryError(
@@ -168,7 +168,7 @@ def basket_attribute(config: CollectionConfig, name: str | None) -> AttributeCon
         return baskets[0]
     for attribute in config.attributes:
         if attribute.name == name:
-            if attribute.mechanism != "mask":
+            if not config.spec_of(attribute).is_basket:
                 raise InvalidQueryError(
                     f"attribute {name!r} is not a basket (mechanism {attribute.mechanism!r}); "
                     "itemsets are mined from MASK attributes"
@@ -196,7 +196,12 @@ def check_itemset_query(config: CollectionConfig, query: ItemsetQuery) -> Attrib
 
 def _stats(engine: Engine, collection: StoredCollection) -> Stats:
     with engine.connect() as connection:
-        return read_stats(connection, collection.id, collection.config.stats_length)
+        return read_stats(
+            connection,
+            collection.id,
+            collection.config.stats_length,
+            collection.config.float_stats_length,
+        )
 
 
 def check_release(engine: Engine, collection: StoredCollection) -> int:
@@ -249,7 +254,7 @@ def itemset_result(
     seconds: float,
 ) -> ItemsetResult:
     """The released result: itemsets with intervals, rules, privacy and cost."""
-    names = attribute.domain
+    names = attribute.values
     itemsets: list[ItemsetEstimate] = []
     for level in mined.levels:
         low, high = interval(mined, level)
@@ -276,7 +281,7 @@ def itemset_result(
         collection=config.name,
         attribute=attribute.name,
         n_reports=mined.n,
-        keep_probability=attribute.p,
+        keep_probability=attribute.bit_channel[0],
         min_support=mined.min_support,
         support_reduction=mined.support_reduction,
         threshold=mined.threshold,
@@ -343,7 +348,7 @@ def mine_collection(
             if progress is not None:
                 progress("level 1: summing the columns of the snapshot")
             n, sums = column_sums(spool, attribute.d)
-        channel = BitChannel(attribute.p, attribute.q)
+        channel = BitChannel(*attribute.bit_channel)
         mined = mine_frequent_itemsets(
             spool,
             attribute.d,

@@ -55,7 +55,9 @@ def train_model(
         )
     day = today or utc_today()
     with engine.begin() as connection:
-        stats = read_stats(connection, collection.id, config.stats_length)
+        stats = read_stats(
+            connection, collection.id, config.stats_length, config.float_stats_length
+        )
         model = nb.build_model(
             config,
             stats.n_reports,

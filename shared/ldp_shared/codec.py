@@ -2,19 +2,18 @@
 
 Report layout (see ``docs/wire-format.md``): one byte string per record, the attributes'
 segments one after the other in the config's order, each starting on a byte boundary.
+What a segment holds is its mechanism's business (:class:`~ldp_shared.mechanisms.base.
+Randomizer`: ``encode`` → ``perturb`` → ``pack`` on the device, ``unpack`` →
+``accumulate`` on the server); this module only lays the segments out and adds up the
+statistics, so it works for any registered mechanism.
 
-* ``bits`` segments (SUE, OUE, MASK): the ``d`` perturbed bits, bit ``j`` for the
-  ``j``-th domain value, packed most significant bit first (``numpy.packbits``'s
-  ``big`` order) into ``ceil(d/8)`` bytes; the padding bits are zero.
-* ``index`` segments (GRR): the reported value's index as an unsigned big-endian integer
-  of 1 byte (``d <= 256``) or 2 bytes.
-
-Sufficient statistics: per attribute, ``d`` counters: the number of reports with bit
-``j`` set (bits) or reporting value ``j`` (index). The frequency estimate needs nothing else.
+Sufficient statistics: one int64 vector of ``config.stats_length`` counters and one
+float64 vector of ``config.float_stats_length``; each attribute's blocks (its
+``stats_layout``) sit at its ``stats_offset`` and ``float_offset``.
 
 Label collections (Yilmaz et al., arXiv:1905.01039, 2019): a feature with value ``x`` in a
-record of class ``c`` is the one-hot vector of cell ``x·k + c`` among ``d·k`` cells, so
-its counters are the joint counts the naive Bayes model is trained from.
+record of class ``c`` is perturbed as cell ``x·k + c`` among ``d·k`` cells, so its
+counters are the joint counts the naive Bayes model is trained from.
 
 Budget ``sample``: each report starts with a ``selector_bytes`` big-endian selector ``s``,
 drawn uniformly from the sampled attributes on the device (independently of the
@@ -25,65 +24,36 @@ carried it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ldp_shared.collection import AttributeConfig, CollectionConfig, mechanisms_of
+from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InvalidRecordError, InvalidReportError
-from ldp_shared.mechanisms import GeneralizedRandomizedResponse, Mask, UnaryEncoding
+from ldp_shared.mechanisms.base import Randomizer
+from ldp_shared.mechanisms.categorical import domain_indices, pack_rows, read_index
 from ldp_shared.rand import resolve_rng
+
+__all__ = [
+    "DEFAULT_CHUNK",
+    "Columns",
+    "DecodedBatch",
+    "Privatizer",
+    "Record",
+    "decode_reports",
+    "domain_indices",
+    "encode_columns",
+    "pack_rows",
+    "records_to_columns",
+]
 
 Record = Mapping[str, Any]
 Columns = Mapping[str, Sequence[Any] | NDArray[Any]]
 
 DEFAULT_CHUNK = 16_384
-
-
-def domain_indices(
-    domain: Sequence[str], values: Sequence[Any] | NDArray[Any], error: str
-) -> NDArray[np.int64]:
-    """The index in ``domain`` of every value.
-
-    A value outside the domain raises :class:`InvalidRecordError` with the message
-    ``error.format(bad=repr(value))``.
-    """
-    lookup = {v: i for i, v in enumerate(domain)}
-    try:
-        return np.fromiter(map(lookup.__getitem__, values), dtype=np.int64, count=len(values))
-    except (KeyError, TypeError):
-        bad = next(v for v in values if not isinstance(v, str) or v not in lookup)
-        raise InvalidRecordError(error.format(bad=repr(bad))) from None
-
-
-def _value_indices(
-    attribute: AttributeConfig, values: Sequence[Any] | NDArray[Any]
-) -> NDArray[np.int64]:
-    error = f"attribute {attribute.name!r}: value {{bad}} is not in its domain"
-    return domain_indices(attribute.domain, values, error)
-
-
-def _basket_matrix(
-    attribute: AttributeConfig, baskets: Sequence[Any] | NDArray[Any]
-) -> NDArray[np.bool_]:
-    lookup = {v: i for i, v in enumerate(attribute.domain)}
-    out = np.zeros((len(baskets), attribute.d), dtype=bool)
-    for row, basket in enumerate(baskets):
-        if isinstance(basket, str) or not isinstance(basket, Iterable):
-            raise InvalidRecordError(
-                f"attribute {attribute.name!r}: a basket must be a set of items"
-            )
-        try:
-            out[row, [lookup[item] for item in basket]] = True
-        except (KeyError, TypeError):
-            bad = next(i for i in basket if not isinstance(i, str) or i not in lookup)
-            raise InvalidRecordError(
-                f"attribute {attribute.name!r}: item {bad!r} is not in the catalogue"
-            ) from None
-    return out
 
 
 def records_to_columns(config: CollectionConfig, records: Sequence[Record]) -> dict[str, list[Any]]:
@@ -133,23 +103,21 @@ def _label_indices(config: CollectionConfig, columns: Columns) -> NDArray[np.int
 
 
 def encode_columns(config: CollectionConfig, columns: Columns) -> list[NDArray[Any]]:
-    """The true values each attribute's mechanism perturbs, in layout order (validated).
+    """The true values each attribute's randomizer perturbs, in layout order (validated).
 
-    A value index per record (a joint cell ``x·k + c`` for a feature), or a boolean
-    basket matrix for MASK.
+    Each attribute's spec encodes its column (a value index per record, a basket matrix
+    for MASK, ...); a feature of a label collection becomes the joint cell ``x·k + c``.
     """
     _check_columns(config, columns)
     classes = _label_indices(config, columns)
+    specs = {a.name: a for a in config.spec.attributes}
     encoded: list[NDArray[Any]] = []
     for attribute in config.attributes:
-        column = columns[attribute.name]
-        if attribute.mechanism == "mask":
-            encoded.append(_basket_matrix(attribute, column))
-        elif attribute.is_feature:
+        values = specs[attribute.name].encode(columns[attribute.name])
+        if attribute.is_feature:
             assert classes is not None
-            encoded.append(_value_indices(attribute, column) * attribute.classes + classes)
-        else:
-            encoded.append(_value_indices(attribute, column))
+            values = values * attribute.classes + classes
+        encoded.append(values)
     return encoded
 
 
@@ -165,7 +133,7 @@ class Privatizer:
         """Packed reports (``n × report_bytes`` uint8) for columnar records."""
         n = _check_columns(self.config, columns)
         gen = resolve_rng(rng)
-        mechanisms = mechanisms_of(self.config)
+        randomizers = self.config.randomizers
         encoded = encode_columns(self.config, columns)
         out = np.zeros((n, self.config.report_bytes), dtype=np.uint8)
         sampled = self.config.sampled
@@ -174,21 +142,19 @@ class Privatizer:
             chosen = _draw_selectors(self.config, stop - start, gen) if sampled else None
             if chosen is not None:
                 _write_selectors(self.config, out[start:stop], chosen)
-            for attribute, mechanism, values in zip(
-                self.config.attributes, mechanisms, encoded, strict=True
+            for attribute, randomizer, values in zip(
+                self.config.attributes, randomizers, encoded, strict=True
             ):
                 segment = slice(
                     attribute.byte_offset, attribute.byte_offset + attribute.byte_length
                 )
                 if attribute.sample_index is None:
-                    out[start:stop, segment] = _perturb_segment(
-                        attribute, mechanism, values[start:stop], gen
-                    )
+                    out[start:stop, segment] = _perturb_segment(randomizer, values[start:stop], gen)
                     continue
                 assert chosen is not None
                 rows = np.flatnonzero(chosen == attribute.sample_index)
                 out[start + rows, segment] = _perturb_segment(
-                    attribute, mechanism, values[start:stop][rows], gen
+                    randomizer, values[start:stop][rows], gen
                 )
         return out
 
@@ -223,49 +189,29 @@ def _write_selectors(
 
 
 def _perturb_segment(
-    attribute: AttributeConfig,
-    mechanism: UnaryEncoding | GeneralizedRandomizedResponse | Mask,
-    values: NDArray[Any],
-    rng: np.random.Generator,
+    randomizer: Randomizer, values: NDArray[Any], rng: np.random.Generator
 ) -> NDArray[np.uint8]:
-    if isinstance(mechanism, GeneralizedRandomizedResponse):
-        width = attribute.byte_length
-        reported = mechanism.perturb(values, rng).astype(f">u{width}")
-        return reported.view(np.uint8).reshape(-1, width)
-    return pack_rows(mechanism.perturb(values, rng))
-
-
-def pack_rows(bits: NDArray[np.bool_]) -> NDArray[np.uint8]:
-    """``np.packbits(bits, axis=1)``, computed as one flat pack over rows padded to bytes.
-
-    The same bytes (most significant bit first, zero padding) but many times faster
-    for short rows, where packing along axis 1 spends its time per row.
-    """
-    rows, cols = bits.shape
-    width = (cols + 7) // 8
-    if cols != 8 * width:
-        padded = np.zeros((rows, 8 * width), dtype=np.bool_)
-        padded[:, :cols] = bits
-        bits = padded
-    return np.packbits(bits.reshape(-1)).reshape(rows, width)
+    return randomizer.pack(randomizer.perturb(values, rng))
 
 
 @dataclass(frozen=True)
 class DecodedBatch:
-    """Server-side view of a batch of packed reports."""
+    """Server-side view of a batch of packed reports: which are valid, why the others are
+    not, and the statistics the valid ones add (``sums`` int64, ``floats`` float64)."""
 
     valid: NDArray[np.bool_]
     reasons: list[str | None]
     sums: NDArray[np.int64]
+    floats: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
 
 
 def decode_reports(config: CollectionConfig, reports: NDArray[np.uint8]) -> DecodedBatch:
     """Check each packed report against the layout and sum the valid ones' statistics.
 
-    A report is invalid when an index segment holds a value outside the domain or a bits
-    segment has a padding bit set; under the ``sample`` budget also when its selector
-    names no attribute or a byte after the carried attribute's segment is not zero.
-    ``sums`` counts the valid reports only.
+    A report is invalid when one of its segments holds bytes its mechanism never sends
+    (a value index outside the domain, a padding bit set, ...); under the ``sample``
+    budget also when its selector names no attribute or a byte after the carried
+    attribute's segment is not zero. The statistics count the valid reports only.
 
     ``reports`` is an ``n × report_bytes`` matrix, or the ``n·report_bytes`` bytes of
     the reports one after the other; any other shape raises :class:`InvalidReportError`
@@ -292,11 +238,12 @@ def decode_reports(config: CollectionConfig, reports: NDArray[np.uint8]) -> Deco
 
     chosen: NDArray[np.int64] | None = None
     if config.selector_bytes:
-        chosen = _read_index(matrix[:, : config.selector_bytes])
+        chosen = read_index(matrix[:, : config.selector_bytes])
         count = len(config.sampled)
         mark(chosen >= count, f"selector outside [0, {count}): names no attribute")
+    randomizers = config.randomizers
     parts: list[tuple[AttributeConfig, NDArray[np.bool_], NDArray[Any]]] = []
-    for attribute in config.attributes:
+    for attribute, randomizer in zip(config.attributes, randomizers, strict=True):
         # the reports that carry this attribute: all, unless it is one of the sampled ones
         rows = (
             np.ones(n, dtype=bool)
@@ -315,38 +262,25 @@ def decode_reports(config: CollectionConfig, reports: NDArray[np.uint8]) -> Deco
                 f"attribute {attribute.name!r}: bytes after its segment are not zero",
             )
         segment = matrix[:, attribute.byte_offset : attribute.byte_offset + attribute.byte_length]
-        cells = attribute.cells
-        if attribute.encoding == "index":
-            value = _read_index(segment)
-            bad: NDArray[np.bool_] = np.asarray(value >= cells)
-            parts.append((attribute, rows, value))
-            problem = f"attribute {attribute.name!r}: value index outside the domain"
-        else:
-            bits = np.unpackbits(segment, axis=1)
-            bad = np.asarray(bits[:, cells:].any(axis=1))
-            parts.append((attribute, rows, bits[:, :cells]))
-            problem = f"attribute {attribute.name!r}: padding bits are not zero"
-        mark(rows & bad, problem)
+        unpacked = randomizer.unpack(segment)
+        mark(rows & unpacked.bad, f"attribute {attribute.name!r}: {unpacked.problem}")
+        parts.append((attribute, rows, unpacked.values))
     sums = np.zeros(config.stats_length, dtype=np.int64)
-    for attribute, rows, part in parts:
+    floats = np.zeros(config.float_stats_length, dtype=np.float64)
+    for (attribute, rows, values), randomizer in zip(parts, randomizers, strict=True):
         carried = rows & valid
-        kept = part[carried]
-        block = slice(attribute.stats_offset, attribute.stats_offset + attribute.cells)
         if attribute.count_offset is not None:
             sums[attribute.count_offset] = int(carried.sum())
-        if attribute.encoding == "index":
-            sums[block] = np.bincount(kept, minlength=attribute.cells)
-        else:
-            sums[block] = kept.sum(axis=0, dtype=np.int64)
-    return DecodedBatch(valid=valid, reasons=reasons, sums=sums)
-
-
-def _read_index(segment: NDArray[np.uint8]) -> NDArray[np.int64]:
-    """Unsigned big-endian integers of 1 or 2 bytes per row."""
-    index = segment[:, 0].astype(np.int64)
-    if segment.shape[1] == 2:
-        index = (index << 8) | segment[:, 1]
-    return index
+        delta = randomizer.accumulate(values[carried])
+        int_at, float_at = attribute.stats_offset, attribute.float_offset or 0
+        for block in randomizer.stats_layout:
+            if block.dtype == "int64":
+                sums[int_at : int_at + block.length] = delta[block.name]
+                int_at += block.length
+            else:
+                floats[float_at : float_at + block.length] = delta[block.name]
+                float_at += block.length
+    return DecodedBatch(valid=valid, reasons=reasons, sums=sums, floats=floats)
 
 
 def _payload_bytes(config: CollectionConfig) -> int:

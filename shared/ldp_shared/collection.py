@@ -1,11 +1,12 @@
 """The public config of a collection: derived once from its spec, shared by client and server.
 
 :func:`build_config` turns a :class:`~ldp_shared.schema.CollectionSpec` into a
-:class:`CollectionConfig`: per attribute the mechanism's ``p``, ``q`` and exact ε, its
-place in the report (byte offset and length) and in the sufficient statistics; the
-record's total ε (sequential composition: the sum over attributes); and the config hash
-that every report carries. Clients rebuild the config from the spec themselves
-(:func:`verify_config`), so a server cannot talk them into weaker noise than the stated ε.
+:class:`CollectionConfig`: per attribute the exact ε (and δ) the accountant
+(:mod:`ldp_shared.accountant`) computes, the parameters its randomizer publishes
+(``p``, ``q``, ...), its place in the report (byte offset and length) and in the
+sufficient statistics; the record's ε; and the config hash that every report carries.
+Clients rebuild the config from the spec themselves (:func:`verify_config`), so a server
+cannot talk them into weaker noise than the stated ε.
 
 Label collections (naive Bayes, after Yilmaz, Al-Rubaie and Chang, "Locally Differentially
 Private Naive Bayes Classification", arXiv:1905.01039, 2019): with a label of ``k``
@@ -20,8 +21,8 @@ attributes follow. The statistics keep, per sampled attribute, the number ``n_j`
 reports that carried it (:attr:`AttributeConfig.count_offset`) before its sums.
 
 Everything new is left out of the serialised config when unused, so a collection
-without a label and with the ``split`` budget publishes exactly the JSON (and hash) it
-did before labels existed.
+without a label, with the ``split`` budget and with the four original mechanisms
+publishes exactly the JSON (and hash) it did before labels and the registry existed.
 """
 
 from __future__ import annotations
@@ -29,18 +30,30 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ldp_shared.accountant import PrivacyAccount, account, allotted_epsilons
 from ldp_shared.errors import ConfigurationError
-from ldp_shared.mechanisms import GeneralizedRandomizedResponse, Mask, UnaryEncoding
-from ldp_shared.schema import AttributeSpec, CollectionSpec, MechanismName
+from ldp_shared.mechanisms.base import AttributeSpec, Randomizer
+from ldp_shared.mechanisms.categorical import index_width
+from ldp_shared.schema import CollectionSpec
+
+__all__ = [
+    "FLOAT_TOLERANCE",
+    "FORMAT_VERSION",
+    "AttributeConfig",
+    "CollectionConfig",
+    "LabelConfig",
+    "allotted_epsilons",
+    "build_config",
+    "index_width",
+    "randomizers_of",
+    "spec_hash",
+    "verify_config",
+]
 
 FORMAT_VERSION = 1
-
-Mechanism = UnaryEncoding | GeneralizedRandomizedResponse | Mask
-Encoding = Literal["bits", "index"]
 
 
 def _is_none(value: object) -> bool:
@@ -56,22 +69,36 @@ def _is_zero(value: object) -> bool:
 
 
 class AttributeConfig(BaseModel):
-    """One attribute as a client perturbs it and a server decodes it."""
+    """One attribute as a client perturbs it and a server decodes it.
 
-    model_config = ConfigDict(frozen=True)
+    The layout fields (segment, statistics offsets) are the config's; the parameters
+    next to ε are what the attribute's randomizer publishes
+    (:meth:`~ldp_shared.mechanisms.base.Randomizer.published`): ``p`` and ``q`` for the
+    bitwise randomized-response mechanisms, plus MASK's ``keep_probability`` and
+    ``item_epsilon``; a mechanism may publish fields of its own (kept as extra fields).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
 
     name: str
-    mechanism: MechanismName
-    domain: list[str]
+    mechanism: str
+    domain: list[str] | None = Field(default=None, exclude_if=_is_none)
     epsilon: float
-    p: float
-    q: float
+    delta: float = Field(default=0.0, exclude_if=_is_zero, description="δ of (ε, δ)-LDP")
+    p: float | None = Field(default=None, exclude_if=_is_none)
+    q: float | None = Field(default=None, exclude_if=_is_none)
+    # serialised even when null, as every config published before the registry did
     keep_probability: float | None = None
     item_epsilon: float | None = None
-    encoding: Encoding
+    encoding: str
     byte_offset: int
     byte_length: int
     stats_offset: int
+    float_offset: int | None = Field(
+        default=None,
+        exclude_if=_is_none,
+        description="where the attribute's float64 statistics start (if it keeps any)",
+    )
     classes: int = Field(
         default=1,
         exclude_if=_is_one,
@@ -92,9 +119,24 @@ class AttributeConfig(BaseModel):
     )
 
     @property
+    def values(self) -> list[str]:
+        """The attribute's value domain (empty when it has none)."""
+        return [] if self.domain is None else self.domain
+
+    @property
     def d(self) -> int:
-        """The number of values of the attribute."""
-        return len(self.domain)
+        """The number of values of the attribute (0 when it has no value domain)."""
+        return len(self.values)
+
+    @property
+    def bit_channel(self) -> tuple[float, float]:
+        """``(p, q)`` of a bitwise randomized-response mechanism (SUE, OUE, GRR, MASK)."""
+        if self.p is None or self.q is None:
+            raise ConfigurationError(
+                f"attribute {self.name!r}: mechanism {self.mechanism!r} is not a bitwise"
+                " randomized response (it publishes no p and q)"
+            )
+        return self.p, self.q
 
     @property
     def cells(self) -> int:
@@ -130,8 +172,12 @@ class CollectionConfig(BaseModel):
     spec: CollectionSpec
     attributes: list[AttributeConfig]
     epsilon: float
+    delta: float = Field(default=0.0, exclude_if=_is_zero, description="δ of a record")
     report_bytes: int
     stats_length: int
+    float_stats_length: int = Field(
+        default=0, exclude_if=_is_zero, description="float64 statistics after the int64 ones"
+    )
     config_hash: str
     label: LabelConfig | None = Field(
         default=None,
@@ -173,6 +219,25 @@ class CollectionConfig(BaseModel):
         """The keys of a raw record: every attribute of the spec, label included."""
         return [a.name for a in self.spec.attributes]
 
+    def spec_of(self, attribute: AttributeConfig) -> AttributeSpec:
+        """The spec (mechanism parameters and capabilities) of one of the attributes."""
+        return next(a for a in self.spec.attributes if a.name == attribute.name)
+
+    @property
+    def privacy(self) -> PrivacyAccount:
+        """The accountant's view of the spec (ε and δ per attribute, report and label),
+        derived afresh from the spec (never from the published numbers)."""
+        return account(self.spec)
+
+    @property
+    def randomizers(self) -> list[Randomizer]:
+        """Each reported attribute's randomizer, in layout order."""
+        return [entry.randomizer for entry in self.privacy.attributes]
+
+    def randomizer(self, attribute: AttributeConfig) -> Randomizer:
+        """The randomizer of one of the config's attributes."""
+        return self.randomizers[self.attributes.index(attribute)]
+
 
 def spec_hash(spec: CollectionSpec) -> str:
     """SHA-256 (hex) of the canonical JSON of the spec and the format version.
@@ -185,142 +250,75 @@ def spec_hash(spec: CollectionSpec) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def attribute_epsilons(spec: CollectionSpec) -> list[float | None]:
-    """ε per attribute of ``spec.attributes``; ``None`` for MASK (ε set by its p) and the label.
-
-    ``split``: ``ε·w_j/Σw`` over the reported non-MASK attributes (the label, which has no
-    report of its own, takes no share). ``sample``: the full ``ε`` for each of them, since
-    a report carries only one.
-    """
-    reported = [a for a in spec.attributes if not a.is_basket and a.name != spec.label]
-    total_weight = sum(a.weight for a in reported)
-    out: list[float | None] = []
-    for a in spec.attributes:
-        if a.is_basket or a.name == spec.label:
-            out.append(None)
-            continue
-        assert spec.epsilon is not None  # guaranteed by CollectionSpec validation
-        if spec.budget == "sample":
-            out.append(spec.epsilon)
-        else:
-            out.append(spec.epsilon * a.weight / total_weight)
-    return out
-
-
-def make_mechanism(attribute: AttributeSpec, epsilon: float | None, classes: int = 1) -> Mechanism:
-    """The mechanism object of one attribute (over ``d·classes`` cells for a feature)."""
-    d = len(attribute.domain) * classes
-    if attribute.mechanism == "mask":
-        assert attribute.keep_probability is not None
-        return Mask(d=d, keep_probability=attribute.keep_probability)
-    assert epsilon is not None
-    if attribute.mechanism == "grr":
-        return GeneralizedRandomizedResponse(d=d, epsilon=epsilon)
-    return UnaryEncoding(d=d, epsilon=epsilon, variant=attribute.mechanism)
-
-
-def index_width(d: int) -> int:
-    """Bytes of a big-endian value index for a domain of ``d`` values."""
-    return 1 if d <= 256 else 2
-
-
-def _segment_length(encoding: Encoding, cells: int) -> int:
-    return index_width(cells) if encoding == "index" else (cells + 7) // 8
-
-
 def build_config(spec: CollectionSpec) -> CollectionConfig:
-    """Derive the public config (p, q, exact ε, layout, hash) from a validated spec.
+    """Derive the public config (the accountant's exact ε, parameters, layout, hash).
 
-    The record's ε: ``split``, the sum of the reported attributes' exact ε (sequential
-    composition); ``sample``, the largest exact ε among the attributes a report may
-    carry (one of them is reported; which one is independent of the data), plus the
-    MASK attributes' ε either way.
+    Layout: under ``sample`` a report opens with the selector and one payload as long as
+    the longest sampled segment; the attributes every report carries follow, each on a
+    byte boundary. Statistics: per attribute, its int64 blocks from ``stats_offset``
+    (preceded by its carried count ``n_j`` under ``sample``) and its float64 blocks from
+    ``float_offset``.
     """
+    privacy = account(spec)
     label = spec.label_attribute
-    k = 1 if label is None else len(label.domain)
-    sample = spec.budget == "sample"
-    planned: list[tuple[AttributeSpec, Mechanism, int, Encoding, int]] = []
-    for attribute, eps in zip(spec.attributes, attribute_epsilons(spec), strict=True):
-        if attribute.name == spec.label:
-            continue
-        classes = 1 if attribute.is_basket else k
-        mechanism = make_mechanism(attribute, eps, classes)
-        encoding: Encoding = "index" if attribute.mechanism == "grr" else "bits"
-        planned.append((attribute, mechanism, classes, encoding, mechanism.d))
-    n_sampled = sum(1 for a, *_ in planned if not a.is_basket) if sample else 0
-    selector = index_width(n_sampled) if sample else 0
-    payload = max(
-        (_segment_length(enc, cells) for a, _, _, enc, cells in planned if not a.is_basket),
-        default=0,
-    )
+    sampled_entries = [e for e in privacy.attributes if e.sampled]
+    selector = index_width(len(sampled_entries)) if sampled_entries else 0
+    payload = max((e.randomizer.segment.byte_length for e in sampled_entries), default=0)
     attributes: list[AttributeConfig] = []
-    byte_offset = selector + (payload if sample else 0)
+    byte_offset = selector + payload
     stats_offset = 0
-    sampled_epsilon = 0.0
-    other_epsilon = 0.0
-    for attribute, mechanism, classes, encoding, cells in planned:
-        length = _segment_length(encoding, cells)
-        exact = mechanism.exact_epsilon
-        if not math.isfinite(exact):
-            raise ConfigurationError(f"attribute {attribute.name!r}: ε is not finite")
-        in_sample = sample and not attribute.is_basket
-        count_offset = stats_offset if in_sample else None
-        if in_sample:
+    float_offset = 0
+    for entry in privacy.attributes:
+        randomizer = entry.randomizer
+        segment = randomizer.segment
+        count_offset = stats_offset if entry.sampled else None
+        if entry.sampled:
             stats_offset += 1
-            sampled_epsilon = max(sampled_epsilon, exact)
-        else:
-            other_epsilon += exact
+        int_length = sum(b.length for b in randomizer.stats_layout if b.dtype == "int64")
+        float_length = sum(b.length for b in randomizer.stats_layout if b.dtype == "float64")
+        values = entry.spec.values
         attributes.append(
             AttributeConfig(
-                name=attribute.name,
-                mechanism=attribute.mechanism,
-                domain=list(attribute.domain),
-                epsilon=exact,
-                p=mechanism.p,
-                q=mechanism.q,
-                keep_probability=attribute.keep_probability,
-                item_epsilon=mechanism.item_epsilon if isinstance(mechanism, Mask) else None,
-                encoding=encoding,
-                byte_offset=selector if in_sample else byte_offset,
-                byte_length=length,
+                name=entry.spec.name,
+                mechanism=entry.spec.mechanism,
+                domain=values if values else None,
+                epsilon=entry.privacy.epsilon,
+                delta=entry.privacy.delta,
+                **randomizer.published(),
+                encoding=segment.encoding,
+                byte_offset=selector if entry.sampled else byte_offset,
+                byte_length=segment.byte_length,
                 stats_offset=stats_offset,
-                classes=classes,
+                float_offset=float_offset if float_length else None,
+                classes=entry.classes,
                 sample_index=sum(1 for a in attributes if a.sample_index is not None)
-                if in_sample
+                if entry.sampled
                 else None,
                 count_offset=count_offset,
             )
         )
-        if not in_sample:
-            byte_offset += length
-        stats_offset += cells
+        if not entry.sampled:
+            byte_offset += segment.byte_length
+        stats_offset += int_length
+        float_offset += float_length
     return CollectionConfig(
         format_version=FORMAT_VERSION,
         spec=spec,
         attributes=attributes,
-        epsilon=sampled_epsilon + other_epsilon,
+        epsilon=privacy.report.epsilon,
+        delta=privacy.report.delta,
         report_bytes=byte_offset,
         stats_length=stats_offset,
+        float_stats_length=float_offset,
         config_hash=spec_hash(spec),
-        label=None if label is None else LabelConfig(name=label.name, domain=list(label.domain)),
+        label=None if label is None else LabelConfig(name=label.name, domain=label.values),
         selector_bytes=selector,
     )
 
 
-def mechanisms_of(config: CollectionConfig) -> list[Mechanism]:
-    """The mechanism objects of a config's attributes, in layout order."""
-    specs = {a.name: a for a in config.spec.attributes}
-    epsilons = dict(
-        zip(
-            (a.name for a in config.spec.attributes),
-            attribute_epsilons(config.spec),
-            strict=True,
-        )
-    )
-    return [
-        make_mechanism(specs[attribute.name], epsilons[attribute.name], attribute.classes)
-        for attribute in config.attributes
-    ]
+def randomizers_of(config: CollectionConfig) -> list[Randomizer]:
+    """The randomizers of a config's attributes, in layout order."""
+    return config.randomizers
 
 
 FLOAT_TOLERANCE = 1e-12

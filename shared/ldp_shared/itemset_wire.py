@@ -123,7 +123,7 @@ class MaskPrivacy(_Wire):
 
 def mask_privacy(attribute: AttributeConfig, average_support: float, weight: float) -> MaskPrivacy:
     """:class:`MaskPrivacy` of a MASK attribute; :class:`InvalidQueryError` otherwise."""
-    if attribute.mechanism != "mask" or attribute.keep_probability is None:
+    if attribute.keep_probability is None:  # only MASK publishes one
         raise InvalidQueryError(f"attribute {attribute.name!r} is not a MASK basket")
     if not 0.0 < average_support < 1.0:
         raise InvalidQueryError(f"average_support must lie in (0, 1), got {average_support!r}")

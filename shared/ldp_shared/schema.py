@@ -15,76 +15,47 @@ is then reported jointly with the class, and the label gets no report of its own
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
-MechanismName = Literal["sue", "oue", "grr", "mask"]
-"""``sue``/``oue``/``grr`` report one categorical value; ``mask`` reports a set of items."""
+import ldp_shared.mechanisms  # noqa: F401  (registers the built-in mechanisms)
+from ldp_shared.identifiers import (
+    ATTRIBUTE_NAME_PATTERN,
+    COLLECTION_NAME_PATTERN,
+    MAX_DOMAIN_SIZE,
+    AttributeName,
+    CollectionName,
+    DomainValue,
+)
+from ldp_shared.mechanisms.base import AttributeSpec
+
+__all__ = [
+    "ATTRIBUTE_NAME_PATTERN",
+    "COLLECTION_NAME_PATTERN",
+    "MAX_DOMAIN_SIZE",
+    "AttributeName",
+    "AttributeSpec",
+    "BudgetMode",
+    "CollectionName",
+    "CollectionSpec",
+    "DomainValue",
+    "ReleasePolicy",
+]
 
 BudgetMode = Literal["split", "sample"]
-"""How a record's ε is spent on its non-MASK attributes (MASK attributes always report).
+"""How a record's ε is spent on its attributes that take a share of it (MASK's do not).
 
 ``split``: every attribute is reported, attribute ``j`` with ``ε·w_j/Σw`` (sequential
 composition: the record costs ``Σ ε_j = ε``). ``sample``: each record reports ONE
 attribute, chosen uniformly at random on the device independently of the data, with the
 full ``ε``; the report says which one. The choice leaks nothing, so the record costs ``ε``.
+The arithmetic lives in :mod:`ldp_shared.accountant`.
 """
-
-ATTRIBUTE_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
-COLLECTION_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
-
-AttributeName = Annotated[str, StringConstraints(pattern=ATTRIBUTE_NAME_PATTERN)]
-CollectionName = Annotated[str, StringConstraints(pattern=COLLECTION_NAME_PATTERN)]
-DomainValue = Annotated[str, StringConstraints(min_length=1, max_length=200)]
-
-MAX_DOMAIN_SIZE = 65_536
-"""Largest number of values of one attribute, and of the cells ``d·k`` of a feature
-reported jointly with a label of ``k`` classes."""
-
-JOINT_MECHANISMS = ("sue", "oue")
-"""The mechanisms of a label collection's features and label: unary encoding only."""
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class AttributeSpec(_Frozen):
-    """One attribute of a record: its name, value domain (or item catalogue) and mechanism."""
-
-    name: AttributeName
-    domain: list[DomainValue] = Field(min_length=2, max_length=MAX_DOMAIN_SIZE)
-    mechanism: MechanismName = "oue"
-    weight: float = Field(
-        default=1.0, gt=0.0, description="share of the record's ε (non-MASK attributes)"
-    )
-    keep_probability: float | None = Field(
-        default=None, description="MASK only: probability p of keeping each item bit, in (0.5, 1)"
-    )
-
-    @model_validator(mode="after")
-    def _check(self) -> AttributeSpec:
-        if len(set(self.domain)) != len(self.domain):
-            seen: set[str] = set()
-            dup = next(v for v in self.domain if v in seen or seen.add(v))  # type: ignore[func-returns-value]
-            raise ValueError(f"attribute {self.name!r}: duplicate domain value {dup!r}")
-        if not math.isfinite(self.weight):
-            raise ValueError(f"attribute {self.name!r}: weight must be finite")
-        if self.mechanism == "mask":
-            kp = self.keep_probability
-            if kp is None or not 0.5 < kp < 1.0:
-                raise ValueError(
-                    f"attribute {self.name!r}: MASK needs keep_probability in (0.5, 1), got {kp!r}"
-                )
-        elif self.keep_probability is not None:
-            raise ValueError(f"attribute {self.name!r}: keep_probability is for MASK only")
-        return self
-
-    @property
-    def is_basket(self) -> bool:
-        """Whether the attribute's value is a set of items (MASK) rather than one value."""
-        return self.mechanism == "mask"
 
 
 class ReleasePolicy(_Frozen):
@@ -98,7 +69,9 @@ class CollectionSpec(_Frozen):
 
     name: CollectionName
     description: str = Field(default="", max_length=2000)
-    attributes: list[AttributeSpec] = Field(min_length=1, max_length=256)
+    # Each attribute is validated by the spec class its mechanism names in the registry
+    # (AttributeSpec dispatches), and serialised with that class's fields.
+    attributes: list[SerializeAsAny[AttributeSpec]] = Field(min_length=1, max_length=256)
     epsilon: float | None = Field(
         default=None, description="ε per record, split over the non-MASK attributes"
     )
@@ -120,7 +93,7 @@ class CollectionSpec(_Frozen):
         """The attributes reported jointly with the label (empty without a label)."""
         if self.label is None:
             return []
-        return [a for a in self.attributes if not a.is_basket and a.name != self.label]
+        return [a for a in self.attributes if a.takes_budget and a.name != self.label]
 
     @property
     def label_attribute(self) -> AttributeSpec | None:
@@ -134,15 +107,15 @@ class CollectionSpec(_Frozen):
             raise ValueError("attribute names must be unique")
         self._check_label()
         if self.budget == "sample":
-            weighted = [a.name for a in self.attributes if not a.is_basket and a.weight != 1.0]
+            weighted = [a.name for a in self.attributes if a.takes_budget and a.weight != 1.0]
             if weighted:
                 raise ValueError(
                     "budget 'sample' gives the chosen attribute the full ε, so weights do not"
                     f" apply; remove the weights of {', '.join(weighted)}"
                 )
-            if all(a.is_basket for a in self.attributes):
+            if not any(a.takes_budget for a in self.attributes):
                 raise ValueError("budget 'sample' needs at least one non-MASK attribute")
-        needs_budget = any(not a.is_basket for a in self.attributes)
+        needs_budget = any(a.takes_budget for a in self.attributes)
         eps = self.epsilon
         if eps is not None and (not math.isfinite(eps) or eps <= 0.0):
             raise ValueError(f"epsilon must be a finite number > 0, got {eps!r}")
@@ -169,7 +142,7 @@ class CollectionSpec(_Frozen):
                 " every feature), so it takes no share of ε: remove its weight"
             )
         for attribute in [label, *self.features]:
-            if attribute.mechanism not in JOINT_MECHANISMS:
+            if not attribute.joins_label:
                 raise ValueError(
                     f"attribute {attribute.name!r}: a collection with a label reports each"
                     " feature jointly with the class by unary encoding; use mechanism 'oue'"
@@ -179,11 +152,11 @@ class CollectionSpec(_Frozen):
             raise ValueError(
                 f"label {self.label!r} needs at least one other non-MASK attribute (a feature)"
             )
-        k = len(label.domain)
+        k = len(label.values)
         for feature in self.features:
-            cells = len(feature.domain) * k
+            cells = len(feature.values) * k
             if cells > MAX_DOMAIN_SIZE:
                 raise ValueError(
-                    f"attribute {feature.name!r}: {len(feature.domain)} values × {k} classes"
+                    f"attribute {feature.name!r}: {len(feature.values)} values × {k} classes"
                     f" = {cells} joint cells, more than {MAX_DOMAIN_SIZE}"
                 )

@@ -99,7 +99,12 @@ class Snapshot:
 def snapshot(engine: Engine, name: str) -> Snapshot:
     collection = load_collection(engine, name)
     with engine.connect() as connection:
-        stats = read_stats(connection, collection.id, collection.config.stats_length)
+        stats = read_stats(
+            connection,
+            collection.id,
+            collection.config.stats_length,
+            collection.config.float_stats_length,
+        )
         rows = count_reports(connection, collection.id)
     return Snapshot(stats.n_reports, rows, tuple(int(v) for v in stats.sums))
 

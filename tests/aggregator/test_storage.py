@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +13,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
 
+from ldp_aggregator.frequencies import estimate_frequencies
+from ldp_aggregator.storage.collections import load_collection
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import current_revision, head_revision, upgrade
 from ldp_aggregator.storage.stats import (
@@ -92,3 +96,26 @@ def test_sums_round_trip_little_endian() -> None:
     assert np.array_equal(decode_sums(blob, 4), sums)
     with pytest.raises(CorruptStatisticsError):
         decode_sums(blob, 5)
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_a_database_of_revision_0003_upgrades_and_answers_as_before(tmp_path: Path) -> None:
+    """A database written before the mechanism registry (schema revision 0003, commit
+    ddd5ef1: a split collection of SUE, GRR, OUE and MASK, and a label collection under
+    the sample budget, 300 reports each) upgrades in place, and every frequency estimate
+    is the one that code released from it, to the last bit."""
+    path = tmp_path / "old.sqlite3"
+    shutil.copy(DATA / "revision-0003.sqlite3", path)
+    expected = json.loads((DATA / "revision-0003-frequencies.json").read_text())
+    engine = make_engine(f"sqlite:///{path}")
+    assert current_revision(engine) == "0003"
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+    for name, attributes in expected.items():
+        collection = load_collection(engine, name)
+        for attribute, released in attributes.items():
+            answer = estimate_frequencies(engine, collection, attribute, 0.9)
+            assert json.loads(answer.model_dump_json()) == released, (name, attribute)
+    engine.dispose()

@@ -10,9 +10,9 @@ import pytest
 
 from ldp_shared import codec
 from ldp_shared.codec import Privatizer, decode_reports, records_to_columns
-from ldp_shared.collection import CollectionConfig, build_config, make_mechanism
+from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.errors import InvalidRecordError, InvalidReportError
-from ldp_shared.mechanisms import GeneralizedRandomizedResponse, UnaryEncoding
+from ldp_shared.mechanisms import GeneralizedRandomizedResponse, Mask, UnaryEncoding
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 
@@ -50,10 +50,10 @@ def make_config(epsilon: float = 2.0) -> CollectionConfig:
     return build_config(spec)
 
 
-class _Unchanged:
-    """A bits mechanism that reports its input (MASK cannot reach p = 1)."""
+class _Unchanged(Mask):
+    """MASK's segment and statistics, but it reports its input (MASK cannot reach p = 1)."""
 
-    def perturb(self, baskets: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def perturb(self, baskets: Any, rng: np.random.Generator | None = None) -> np.ndarray:
         return np.asarray(baskets, dtype=bool)
 
 
@@ -61,8 +61,8 @@ class _Unchanged:
 def noiseless(monkeypatch: pytest.MonkeyPatch) -> CollectionConfig:
     """The mixed config, privatized at ε = inf: SUE and GRR at ∞ are the identity.
 
-    A collection spec refuses ε = inf, so the mechanisms are swapped in where the
-    privatizer builds them; layout and packing are those of the real config. OUE at ∞
+    A collection spec refuses ε = inf, so the randomizers are swapped in where the
+    privatizer reads them; layout and packing are those of the real config. OUE at ∞
     keeps the true bit with 1/2, so its attribute is served by SUE at ∞ as well.
     """
     config = make_config()
@@ -71,14 +71,14 @@ def noiseless(monkeypatch: pytest.MonkeyPatch) -> CollectionConfig:
         out: list[object] = []
         for spec_attr in cfg.spec.attributes:
             if spec_attr.mechanism == "mask":
-                out.append(_Unchanged())
+                out.append(_Unchanged(len(spec_attr.domain), 0.9))
             elif spec_attr.mechanism == "grr":
-                out.append(make_mechanism(spec_attr, math.inf))
+                out.append(spec_attr.randomizer(math.inf))
             else:
                 out.append(UnaryEncoding(len(spec_attr.domain), math.inf, "sue"))
         return out
 
-    monkeypatch.setattr(codec, "mechanisms_of", noiseless_mechanisms)
+    monkeypatch.setattr(CollectionConfig, "randomizers", property(noiseless_mechanisms))
     return config
 
 
@@ -189,7 +189,7 @@ def test_grr_two_byte_index_is_big_endian() -> None:
     assert (size.encoding, size.byte_length) == ("index", 2)
     values = np.array([0, 1, 255, 256, 258, 299], dtype=np.int64)
     segment = codec._perturb_segment(
-        size, GeneralizedRandomizedResponse(300, math.inf), values, seeded_rng(0)
+        GeneralizedRandomizedResponse(300, math.inf), values, seeded_rng(0)
     )
     assert segment.tolist() == [[0, 0], [0, 1], [0, 255], [1, 0], [1, 2], [1, 43]]
 

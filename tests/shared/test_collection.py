@@ -11,10 +11,10 @@ import pytest
 from ldp_shared.collection import (
     FORMAT_VERSION,
     CollectionConfig,
-    attribute_epsilons,
+    allotted_epsilons,
     build_config,
     index_width,
-    mechanisms_of,
+    randomizers_of,
     spec_hash,
     verify_config,
 )
@@ -75,7 +75,7 @@ def test_index_width(d: int, width: int) -> None:
 
 def test_budget_split_by_weights() -> None:
     spec = mixed_spec()
-    eps = attribute_epsilons(spec)
+    eps = allotted_epsilons(spec)
     assert eps[2] is None  # MASK: ε set by its p
     split = [e for e in eps if e is not None]
     assert math.fsum(split) == pytest.approx(3.0, rel=1e-12)
@@ -144,9 +144,9 @@ def test_mask_only_collection() -> None:
     assert config.report_bytes == 13 and config.stats_length == 100
 
 
-def test_mechanisms_of() -> None:
+def test_randomizers_of() -> None:
     config = build_config(mixed_spec())
-    mechs = mechanisms_of(config)
+    mechs = randomizers_of(config)
     assert [type(m) for m in mechs] == [
         UnaryEncoding,
         GeneralizedRandomizedResponse,

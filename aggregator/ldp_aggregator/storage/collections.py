@@ -56,7 +56,7 @@ def insert_collection(
             collection_id = int(key[0])
             connection.execute(
                 insert(collection_stats).values(
-                    **empty_stats_row(collection_id, config.stats_length)
+                    **empty_stats_row(collection_id, config.stats_length, config.float_stats_length)
                 )
             )
     except IntegrityError:

@@ -1,11 +1,14 @@
-"""The sufficient statistics of a collection: ``n_reports`` and the per-value sums.
+"""The sufficient statistics of a collection: ``n_reports`` and its mechanisms' blocks.
 
-The sums are kept as one little-endian int64 array of ``config.stats_length`` values.
+The int64 blocks are kept as one little-endian int64 array of ``config.stats_length``
+values (``sums``), the float64 blocks as one little-endian float64 array of
+``config.float_stats_length`` values (``float_sums``; NULL in rows written before it
+existed, read as empty).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -14,6 +17,7 @@ from sqlalchemy import Connection, select, update
 from ldp_aggregator.storage.tables import collection_stats
 
 SUMS_DTYPE = np.dtype("<i8")
+FLOATS_DTYPE = np.dtype("<f8")
 
 
 class CorruptStatisticsError(RuntimeError):
@@ -22,10 +26,12 @@ class CorruptStatisticsError(RuntimeError):
 
 @dataclass(frozen=True)
 class Stats:
-    """``n`` reports and their per-value sums (``stats_length`` counters)."""
+    """``n`` reports, their int64 sums (``stats_length``) and float64 sums
+    (``float_stats_length``)."""
 
     n_reports: int
     sums: NDArray[np.int64]
+    floats: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
 
 
 def encode_sums(sums: NDArray[np.int64]) -> bytes:
@@ -42,12 +48,29 @@ def decode_sums(blob: bytes, length: int) -> NDArray[np.int64]:
     return np.frombuffer(blob, dtype=SUMS_DTYPE).astype(np.int64)
 
 
-def empty_stats_row(collection_id: int, length: int) -> dict[str, object]:
+def encode_floats(floats: NDArray[np.float64]) -> bytes:
+    """The stored form of the float sums: little-endian float64."""
+    return np.ascontiguousarray(floats, dtype=FLOATS_DTYPE).tobytes()
+
+
+def decode_floats(blob: bytes | None, length: int) -> NDArray[np.float64]:
+    """Inverse of :func:`encode_floats` (``None``, from a row older than the column, is
+    empty), checking the length."""
+    data = b"" if blob is None else bytes(blob)
+    if len(data) != length * FLOATS_DTYPE.itemsize:
+        raise CorruptStatisticsError(
+            f"float statistics hold {len(data)} bytes, expected {length * FLOATS_DTYPE.itemsize}"
+        )
+    return np.frombuffer(data, dtype=FLOATS_DTYPE).astype(np.float64)
+
+
+def empty_stats_row(collection_id: int, length: int, float_length: int = 0) -> dict[str, object]:
     """The statistics row of a collection without reports."""
     return {
         "collection_id": collection_id,
         "n_reports": 0,
         "sums": encode_sums(np.zeros(length, dtype=np.int64)),
+        "float_sums": encode_floats(np.zeros(float_length)),
     }
 
 
@@ -67,26 +90,38 @@ def lock_stats(connection: Connection, collection_id: int) -> None:
         raise CorruptStatisticsError(f"collection {collection_id} has no statistics row")
 
 
-def read_stats(connection: Connection, collection_id: int, length: int) -> Stats:
+def read_stats(
+    connection: Connection, collection_id: int, length: int, float_length: int = 0
+) -> Stats:
     """The current statistics of a collection."""
     row = connection.execute(
-        select(collection_stats.c.n_reports, collection_stats.c.sums).where(
-            collection_stats.c.collection_id == collection_id
-        )
+        select(
+            collection_stats.c.n_reports, collection_stats.c.sums, collection_stats.c.float_sums
+        ).where(collection_stats.c.collection_id == collection_id)
     ).one_or_none()
     if row is None:
         raise CorruptStatisticsError(f"collection {collection_id} has no statistics row")
-    return Stats(n_reports=int(row.n_reports), sums=decode_sums(bytes(row.sums), length))
+    return Stats(
+        n_reports=int(row.n_reports),
+        sums=decode_sums(bytes(row.sums), length),
+        floats=decode_floats(row.float_sums, float_length),
+    )
 
 
-def add_to_stats(
-    connection: Connection, collection_id: int, current: Stats, n_new: int, sums: NDArray[np.int64]
-) -> Stats:
-    """Write ``current`` plus ``n_new`` reports with ``sums`` (caller holds the lock)."""
-    updated = Stats(n_reports=current.n_reports + n_new, sums=current.sums + sums)
+def add_to_stats(connection: Connection, collection_id: int, current: Stats, delta: Stats) -> Stats:
+    """Write ``current`` plus ``delta`` (caller holds the lock)."""
+    updated = Stats(
+        n_reports=current.n_reports + delta.n_reports,
+        sums=current.sums + delta.sums,
+        floats=current.floats + delta.floats,
+    )
     connection.execute(
         update(collection_stats)
         .where(collection_stats.c.collection_id == collection_id)
-        .values(n_reports=updated.n_reports, sums=encode_sums(updated.sums))
+        .values(
+            n_reports=updated.n_reports,
+            sums=encode_sums(updated.sums),
+            float_sums=encode_floats(updated.floats),
+        )
     )
     return updated

@@ -53,6 +53,8 @@ collection_stats = Table(
     Column("n_reports", BigInteger, nullable=False),
     # little-endian int64 array of length config.stats_length
     Column("sums", LargeBinary, nullable=False),
+    # little-endian float64 array of length config.float_stats_length (NULL: empty)
+    Column("float_sums", LargeBinary, nullable=True),
 )
 
 reports = Table(

@@ -32,13 +32,15 @@ as independent overstates that term slightly: the intervals err on the safe side
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ldp_shared.collection import AttributeConfig, CollectionConfig, mechanisms_of
+from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.kernel import FloatArray, FrequencyEstimate, frequency_variance, z_value
+from ldp_shared.mechanisms.base import Blocks
 
 Sums = NDArray[np.integer] | FloatArray
 
@@ -101,7 +103,7 @@ def joint_estimate(attribute: AttributeConfig, n: int, sums: Sums) -> JointEstim
         raise InvalidQueryError(f"attribute {attribute.name!r} is not reported with a label")
     n_j = attribute_reports(attribute, n, sums)
     _require_reports(attribute, n_j)
-    p, q, k = attribute.p, attribute.q, attribute.classes
+    (p, q), k = attribute.bit_channel, attribute.classes
     # cell x·k + c → row x, column c; transposed to class-major as CategoricalNB keeps it
     f = ((attribute_sums(attribute, sums) / n_j - q) / (p - q)).reshape(attribute.d, k).T
     return JointEstimate(
@@ -133,7 +135,7 @@ def feature_marginal(
     """``f̂(v) = Σ_c f̂(v, c)`` for a feature, with its variance (module docstring)."""
     joint = joint_estimate(attribute, n, sums)
     f = joint.frequencies.sum(axis=0)
-    p, q = attribute.p, attribute.q
+    p, q = attribute.bit_channel
     variance = sum_variance(f, attribute.classes, joint.n_reports, p, q)
     variance = variance + sampling_variance(f, joint.n_reports, n)
     return _estimate(n, f, variance, confidence)
@@ -148,7 +150,7 @@ def label_weights(config: CollectionConfig, n: int, sums: Sums) -> FloatArray:
     for attribute in config.features:
         n_j = attribute_reports(attribute, n, sums)
         _require_reports(attribute, n_j)
-        design = sum_variance(at_uniform, attribute.d, n_j, attribute.p, attribute.q)
+        design = sum_variance(at_uniform, attribute.d, n_j, *attribute.bit_channel)
         designs.append(float((design + sampling_variance(at_uniform, n_j, n))[0]))
     variances = np.asarray(designs)
     if np.any(variances == 0.0):  # noiseless features (p = 1, q = 0): those alone, equally
@@ -171,20 +173,35 @@ def label_estimate(
         pi += w * joint.frequencies.sum(axis=1)
     for w, joint in zip(weights, joints, strict=True):
         a = joint.attribute
-        v = sum_variance(pi, a.d, joint.n_reports, a.p, a.q)
+        v = sum_variance(pi, a.d, joint.n_reports, *a.bit_channel)
         variance += w**2 * (v + sampling_variance(pi, joint.n_reports, n))
     return _estimate(n, pi, variance, confidence)
 
 
-def sampled_estimate(
+def attribute_stats(config: CollectionConfig, attribute: AttributeConfig, sums: Sums) -> Blocks:
+    """An attribute's int64 statistics blocks, by name, sliced from the collection's vector.
+
+    (Float64 blocks are read by the analyses that need them.)
+    """
+    out: dict[str, NDArray[Any]] = {}
+    at = attribute.stats_offset
+    for block in config.randomizer(attribute).stats_layout:
+        if block.dtype == "int64":
+            out[block.name] = np.asarray(sums[at : at + block.length], dtype=np.float64)
+            at += block.length
+    return out
+
+
+def attribute_estimate(
     config: CollectionConfig, attribute: AttributeConfig, n: int, sums: Sums, confidence: float
 ) -> FrequencyEstimate:
-    """A non-feature attribute under budget ``sample``: its mechanism's estimate over the
-    ``n_j`` reports that carried it, plus the sampling variance."""
+    """A non-feature attribute's estimate by its own mechanism, over the ``n_j`` reports that
+    carried it; under budget ``sample`` the sampling variance is added."""
     n_j = attribute_reports(attribute, n, sums)
     _require_reports(attribute, n_j)
-    index = config.attributes.index(attribute)
-    mechanism = mechanisms_of(config)[index]
-    own = mechanism.estimate(attribute_sums(attribute, sums), n_j, confidence)
+    stats = attribute_stats(config, attribute, sums)
+    own = config.randomizer(attribute).estimate_stats(stats, n_j, confidence)
+    if attribute.count_offset is None:  # every report carries it
+        return own
     variance = own.stderr**2 + sampling_variance(own.estimate, n_j, n)
     return _estimate(n, own.estimate, variance, confidence)

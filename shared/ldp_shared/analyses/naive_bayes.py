@@ -190,12 +190,11 @@ def feature_counts(config: CollectionConfig, n: int, sums: Sums) -> list[Feature
 def _counts_of(attribute: AttributeConfig, n_j: int, sums: FloatArray) -> FeatureCounts:
     return counts_from_sums(
         attribute.name,
-        attribute.domain,
+        attribute.values,
         attribute.classes,
         sums,
         n_j,
-        attribute.p,
-        attribute.q,
+        *attribute.bit_channel,
         mechanism=attribute.mechanism,
         epsilon=attribute.epsilon,
     )
@@ -405,7 +404,7 @@ def non_private_model(
     features = [
         counts_from_sums(
             attribute.name,
-            attribute.domain,
+            attribute.values,
             attribute.classes,
             np.bincount(cells, minlength=attribute.cells),
             n,

@@ -1,17 +1,48 @@
-"""Local randomizers: one module per mechanism, each a frozen spec with perturb and estimate."""
+"""Local randomizers: one module per mechanism, each registered by name.
 
-from ldp_shared.mechanisms.grr import GeneralizedRandomizedResponse
-from ldp_shared.mechanisms.mask import Mask
+Importing this package registers the built-in mechanisms (``oue``, ``sue``, ``grr``,
+``mask``); :mod:`ldp_shared.mechanisms.base` defines the interface a module implements and
+:mod:`ldp_shared.mechanisms.registry` maps names to spec classes. ``docs/mechanisms.md``
+lists the steps to add one.
+"""
+
+from ldp_shared.mechanisms.base import (
+    AttributeSpec,
+    Blocks,
+    Randomizer,
+    Segment,
+    StatsBlock,
+    Unpacked,
+)
+from ldp_shared.mechanisms.grr import (
+    GeneralizedRandomizedResponse,
+    GeneralizedRandomizedResponseSpec,
+)
+from ldp_shared.mechanisms.mask import Mask, MaskSpec
+from ldp_shared.mechanisms.registry import mechanism_names, register, spec_class
 from ldp_shared.mechanisms.unary import (
     OptimizedUnaryEncoding,
     SymmetricUnaryEncoding,
     UnaryEncoding,
+    UnaryEncodingSpec,
 )
 
 __all__ = [
+    "AttributeSpec",
+    "Blocks",
     "GeneralizedRandomizedResponse",
+    "GeneralizedRandomizedResponseSpec",
     "Mask",
+    "MaskSpec",
     "OptimizedUnaryEncoding",
+    "Randomizer",
+    "Segment",
+    "StatsBlock",
     "SymmetricUnaryEncoding",
     "UnaryEncoding",
+    "UnaryEncodingSpec",
+    "Unpacked",
+    "mechanism_names",
+    "register",
+    "spec_class",
 ]

@@ -8,24 +8,35 @@ The exponential mechanism (McSherry and Talwar, FOCS 2007) with the equality uti
 The indicator "report equals v" is a bit with ``P(1|x=v) = p`` and ``P(1|x≠v) = q``, so
 the count ``C_v`` of reports equal to ``v`` is debiased by the shared kernel:
 ``f̂_v = (C_v/n - q)/(p - q)``, ``Var* = (e^ε+d-2) / (n (e^ε-1)^2)``.
+
+Segment: ``index``, the reported value's index in 1 byte (``d <= 256``) or 2. Statistics:
+one int64 block ``counts`` of ``d`` counters, ``C_v``.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ldp_shared.errors import ConfigurationError
 from ldp_shared.kernel import (
     FloatArray,
-    FrequencyEstimate,
     channel_epsilon,
-    estimate_frequencies,
-    frequency_variance,
 )
 from ldp_shared.mechanisms._checks import check_domain_size, check_epsilon, check_indices
+from ldp_shared.mechanisms.base import Segment, Unpacked
+from ldp_shared.mechanisms.categorical import (
+    BitwiseRandomizer,
+    CategoricalSpec,
+    index_segment,
+    pack_index,
+    unpack_index,
+)
+from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
 
@@ -38,8 +49,20 @@ def grr_probabilities(d: int, epsilon: float) -> tuple[float, float]:
     return 1.0 / denom, math.exp(-epsilon) / denom
 
 
+@register
+class GeneralizedRandomizedResponseSpec(CategoricalSpec):
+    """An attribute reported by generalised randomized response."""
+
+    mechanism: Literal["grr"]
+
+    def randomizer(self, epsilon: float | None, classes: int = 1) -> GeneralizedRandomizedResponse:
+        if epsilon is None:
+            raise ConfigurationError(f"attribute {self.name!r}: GRR needs an ε")
+        return GeneralizedRandomizedResponse(d=len(self.domain) * classes, epsilon=epsilon)
+
+
 @dataclass(frozen=True)
-class GeneralizedRandomizedResponse:
+class GeneralizedRandomizedResponse(BitwiseRandomizer):
     """GRR of a ``d``-valued attribute at privacy ``epsilon``."""
 
     d: int
@@ -74,15 +97,18 @@ class GeneralizedRandomizedResponse:
         """``C_v``: how many reports equal each value (the sufficient statistic)."""
         return np.bincount(check_indices(reported, self.d), minlength=self.d).astype(np.int64)
 
-    def estimate(
-        self, counts: NDArray[np.integer] | FloatArray, n: int, confidence: float = 0.95
-    ) -> FrequencyEstimate:
-        """Frequencies from the per-value report counts of ``n`` reports."""
-        return estimate_frequencies(counts, n, self.p, self.q, confidence)
+    @property
+    def segment(self) -> Segment:
+        return index_segment(self.d)
 
-    def variance(self, f: FloatArray, n: int) -> FloatArray:
-        """Exact marginal variance of ``f̂_v`` at true frequencies ``f``."""
-        return frequency_variance(f, n, self.p, self.q)
+    def pack(self, answers: NDArray[Any]) -> NDArray[np.uint8]:
+        return pack_index(answers, self.segment.byte_length)
+
+    def unpack(self, segment: NDArray[np.uint8]) -> Unpacked:
+        return unpack_index(segment, self.d)
+
+    def accumulate(self, answers: NDArray[Any]) -> dict[str, NDArray[Any]]:
+        return {"counts": np.bincount(answers, minlength=self.d).astype(np.int64)}
 
     def channel_matrix(self) -> FloatArray:
         """``M[y, x] = P(report y | value x)``: ``p`` on the diagonal, ``q`` elsewhere."""

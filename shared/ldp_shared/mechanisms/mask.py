@@ -2,37 +2,88 @@
 
 A basket over a catalogue of ``m`` items is the ``m``-bit vector of the items it holds;
 each bit is kept with probability ``p`` and flipped with ``1-p`` (so ``q = 1-p`` in the
-kernel of DESIGN.md §3). Per item ε = ``ln(p/(1-p))``; two baskets may differ in all
-``m`` bits, so a basket is ``m·ln(p/(1-p))``-LDP, which is large for realistic ``p``
-(p = 0.9 over 100 items gives ε ≈ 220). MASK's own privacy measure is the
+debiased-bit kernel, :mod:`ldp_shared.kernel`). Per item ε = ``ln(p/(1-p))``; two baskets
+may differ in all ``m`` bits, so a basket is ``m·ln(p/(1-p))``-LDP, which is large for
+realistic ``p`` (p = 0.9 over 100 items gives ε ≈ 220). MASK's own privacy measure is the
 reconstruction probability, computed in :meth:`Mask.reconstruction_privacy`.
 
 Support of an itemset I: ``ŝ(I) = mean(Π_{j∈I} z_j)`` with ``z = (y-q)/(p-q)``, which is
 exactly the paper's ``C^T = M^{-1} C^D``.
+
+Segment: ``bits``, ``ceil(m/8)`` bytes. Statistics: one int64 block ``counts`` of ``m``
+per-item sums; itemsets beyond single items are mined from the stored reports
+(:mod:`ldp_shared.analyses.itemsets`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
+from pydantic import model_validator
 
 from ldp_shared.errors import ConfigurationError, InvalidRecordError
 from ldp_shared.kernel import (
-    FloatArray,
-    FrequencyEstimate,
     bernoulli_matrix,
     bit_epsilon,
-    estimate_frequencies,
-    frequency_variance,
 )
 from ldp_shared.mechanisms._checks import check_domain_size
+from ldp_shared.mechanisms.categorical import BitVectorRandomizer, CategoricalSpec
+from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
 
+@register
+class MaskSpec(CategoricalSpec):
+    """A basket attribute: the set of items held, out of the catalogue ``domain``.
+
+    Its ε follows from ``keep_probability`` alone (``takes_budget`` is false), so it
+    spends none of the record's budget and reports under every budget.
+    """
+
+    takes_budget: ClassVar[bool] = False
+    is_basket: ClassVar[bool] = True
+    is_distribution: ClassVar[bool] = False
+
+    mechanism: Literal["mask"]
+
+    @model_validator(mode="after")
+    def _check_keep_probability(self) -> MaskSpec:
+        kp = self.keep_probability
+        if kp is None or not 0.5 < kp < 1.0:
+            raise ValueError(
+                f"attribute {self.name!r}: MASK needs keep_probability in (0.5, 1), got {kp!r}"
+            )
+        return self
+
+    def encode(self, column: Sequence[Any] | NDArray[Any]) -> NDArray[np.bool_]:
+        """The ``n × m`` matrix of the items each basket of ``column`` holds."""
+        lookup = {v: i for i, v in enumerate(self.domain)}
+        out = np.zeros((len(column), len(self.domain)), dtype=bool)
+        for row, basket in enumerate(column):
+            if isinstance(basket, str) or not isinstance(basket, Iterable):
+                raise InvalidRecordError(
+                    f"attribute {self.name!r}: a basket must be a set of items"
+                )
+            try:
+                out[row, [lookup[item] for item in basket]] = True
+            except (KeyError, TypeError):
+                bad = next(i for i in basket if not isinstance(i, str) or i not in lookup)
+                raise InvalidRecordError(
+                    f"attribute {self.name!r}: item {bad!r} is not in the catalogue"
+                ) from None
+        return out
+
+    def randomizer(self, epsilon: float | None, classes: int = 1) -> Mask:
+        assert self.keep_probability is not None  # checked above
+        return Mask(d=len(self.domain) * classes, keep_probability=self.keep_probability)
+
+
 @dataclass(frozen=True)
-class Mask:
+class Mask(BitVectorRandomizer):
     """MASK over a catalogue of ``d`` items with keep-probability ``p`` in (0.5, 1)."""
 
     d: int
@@ -72,14 +123,12 @@ class Mask:
         perturbed: NDArray[np.bool_] = np.logical_xor(x.astype(bool, copy=False), flips)
         return perturbed
 
-    def estimate(
-        self, sums: NDArray[np.integer] | FloatArray, n: int, confidence: float = 0.95
-    ) -> FrequencyEstimate:
-        """Item supports from the per-item sums of ``n`` distorted baskets."""
-        return estimate_frequencies(sums, n, self.p, self.q, confidence)
-
-    def variance(self, f: FloatArray, n: int) -> FloatArray:
-        return frequency_variance(f, n, self.p, self.q)
+    def published(self) -> dict[str, Any]:
+        return {
+            **super().published(),
+            "keep_probability": self.keep_probability,
+            "item_epsilon": self.item_epsilon,
+        }
 
     def reconstruction_privacy(
         self, average_support: float, weight: float = 0.5

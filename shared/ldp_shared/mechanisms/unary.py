@@ -10,14 +10,18 @@ reported as 1 with probability ``p`` if it is the true bit and ``q`` otherwise.
 
 Exact ε of a report: ``ln(p(1-q)/((1-p)q))`` (:func:`ldp_shared.kernel.unary_epsilon`).
 Estimator: ``f̂_v = (S_v/n - q)/(p - q)`` with ``S_v`` the number of reports whose bit
-``v`` is set (DESIGN.md §3).
+``v`` is set (the debiased-bit kernel, :mod:`ldp_shared.kernel`).
+
+Segment: ``bits``, ``ceil(d/8)`` bytes. Statistics: one int64 block ``counts`` of ``d``
+counters, ``S_v``. Reported jointly with a label of ``k`` classes, the mechanism runs
+over the ``d·k`` cells ``x·k + c``.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -25,13 +29,12 @@ from numpy.typing import ArrayLike, NDArray
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.kernel import (
     FloatArray,
-    FrequencyEstimate,
     bernoulli_matrix,
-    estimate_frequencies,
-    frequency_variance,
     unary_epsilon,
 )
 from ldp_shared.mechanisms._checks import check_domain_size, check_epsilon, check_indices
+from ldp_shared.mechanisms.categorical import BitVectorRandomizer, CategoricalSpec
+from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
 UnaryVariant = Literal["sue", "oue"]
@@ -52,8 +55,22 @@ def _inverse_exp_plus_one(x: float) -> float:
     return tail / (1.0 + tail)
 
 
+@register
+class UnaryEncodingSpec(CategoricalSpec):
+    """An attribute reported by unary encoding: ``oue`` (the default) or ``sue``."""
+
+    joins_label: ClassVar[bool] = True
+
+    mechanism: UnaryVariant = "oue"
+
+    def randomizer(self, epsilon: float | None, classes: int = 1) -> UnaryEncoding:
+        if epsilon is None:
+            raise ConfigurationError(f"attribute {self.name!r}: unary encoding needs an ε")
+        return UnaryEncoding(d=len(self.domain) * classes, epsilon=epsilon, variant=self.mechanism)
+
+
 @dataclass(frozen=True)
-class UnaryEncoding:
+class UnaryEncoding(BitVectorRandomizer):
     """Unary encoding of a ``d``-valued attribute at privacy ``epsilon`` (SUE or OUE)."""
 
     d: int
@@ -91,16 +108,6 @@ class UnaryEncoding:
         bits = bernoulli_matrix(self.q, idx.size, self.d, gen)
         bits[np.arange(idx.size), idx] = gen.random(idx.size) < self.p
         return bits
-
-    def estimate(
-        self, sums: NDArray[np.integer] | FloatArray, n: int, confidence: float = 0.95
-    ) -> FrequencyEstimate:
-        """Frequencies from the per-bit sums ``S_v`` of ``n`` reports."""
-        return estimate_frequencies(sums, n, self.p, self.q, confidence)
-
-    def variance(self, f: FloatArray, n: int) -> FloatArray:
-        """Exact variance of ``f̂`` at true frequencies ``f``."""
-        return frequency_variance(f, n, self.p, self.q)
 
     def channel_matrix(self) -> FloatArray:
         """``M[y, x]`` over all ``2^d`` outputs (small ``d`` only; for exact ε tests)."""

@@ -1,0 +1,187 @@
+"""The mechanism interface: what one local randomizer declares about itself.
+
+A mechanism is one module (see ``docs/mechanisms.md``) that defines
+
+* its **parameters**: a subclass of :class:`AttributeSpec`, a frozen pydantic model whose
+  ``mechanism`` field is a ``Literal`` of the name(s) it answers to, registered with
+  :func:`ldp_shared.mechanisms.registry.register`. A collection spec validates each of
+  its attributes with the class its ``mechanism`` names, so nothing else keeps a list of
+  mechanism names. The class also says how a raw value becomes what the randomizer
+  perturbs (:meth:`AttributeSpec.encode`) and builds the randomizer
+  (:meth:`AttributeSpec.randomizer`) for the ε the accountant allots to it;
+* its **randomizer**: a :class:`Randomizer`, which states its exact privacy (ε and δ),
+  its report segment (encoding and byte length), perturbs a batch of true values
+  (vectorised), packs and unpacks the segment bytes, declares its sufficient statistics
+  as named typed blocks, turns a batch of decoded reports into a statistics delta
+  (:meth:`Randomizer.accumulate`) and statistics into estimates with their variances
+  (:meth:`Randomizer.estimate_stats`).
+
+The schema, the config, the codec, the storage and the estimation reach a mechanism only
+through these two classes.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
+
+from ldp_shared.identifiers import AttributeName
+from ldp_shared.kernel import FrequencyEstimate
+
+StatsDtype = Literal["int64", "float64"]
+Blocks = Mapping[str, NDArray[Any]]
+"""A mechanism's sufficient statistics (or a delta of them): block name → array."""
+
+
+@dataclass(frozen=True)
+class StatsBlock:
+    """One named block of a mechanism's sufficient statistics."""
+
+    name: str
+    dtype: StatsDtype
+    length: int
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Where a mechanism's answer sits in a report: its encoding and its byte length."""
+
+    encoding: str
+    byte_length: int
+
+
+@dataclass(frozen=True)
+class Unpacked:
+    """The decoded answers of a batch's segments; ``bad`` rows break the encoding."""
+
+    values: NDArray[Any]
+    bad: NDArray[np.bool_]
+    problem: str
+
+
+class Randomizer(ABC):
+    """One attribute's local randomizer at the privacy allotted to it."""
+
+    @property
+    @abstractmethod
+    def exact_epsilon(self) -> float:
+        """ε of one answer, computed back from the mechanism's own parameters."""
+
+    @property
+    def delta(self) -> float:
+        """δ of one answer (0 for a pure ε-LDP mechanism)."""
+        return 0.0
+
+    @property
+    @abstractmethod
+    def segment(self) -> Segment:
+        """The answer's place in a report."""
+
+    @property
+    @abstractmethod
+    def stats_layout(self) -> tuple[StatsBlock, ...]:
+        """The sufficient statistics the aggregator keeps for the attribute."""
+
+    def published(self) -> dict[str, Any]:
+        """Parameters the public config shows next to ε (clients rebuild and compare them)."""
+        return {}
+
+    @abstractmethod
+    def perturb(self, values: Any, rng: np.random.Generator | None = None) -> NDArray[Any]:
+        """Perturbed answers for a batch of encoded true values (vectorised)."""
+
+    @abstractmethod
+    def pack(self, answers: NDArray[Any]) -> NDArray[np.uint8]:
+        """The segment bytes (``n × segment.byte_length``) of a batch of answers."""
+
+    @abstractmethod
+    def unpack(self, segment: NDArray[np.uint8]) -> Unpacked:
+        """Answers from segment bytes, and the rows whose bytes no answer produces."""
+
+    @abstractmethod
+    def accumulate(self, answers: NDArray[Any]) -> dict[str, NDArray[Any]]:
+        """The statistics delta of a batch of (valid) answers, one array per block."""
+
+    @abstractmethod
+    def estimate_stats(self, stats: Blocks, n: int, confidence: float) -> FrequencyEstimate:
+        """Estimates with their standard errors from the statistics of ``n`` answers."""
+
+
+class AttributeSpec(BaseModel):
+    """The parameters every attribute has; each mechanism's spec class adds its own.
+
+    Capabilities a mechanism declares (class variables, read by the accountant, the
+    schema and the analyses instead of its name):
+
+    * ``takes_budget``: the attribute spends a share of the record's ε; ``False`` when
+      its ε follows from its own parameters (MASK's keep probability);
+    * ``is_basket``: its value is a set of items rather than one value;
+    * ``joins_label``: it can be reported jointly with a label (value × class cells);
+    * ``is_distribution``: its estimates are a distribution over the values (they sum
+      to one, so post-processing onto the simplex applies).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    takes_budget: ClassVar[bool] = True
+    is_basket: ClassVar[bool] = False
+    joins_label: ClassVar[bool] = False
+    is_distribution: ClassVar[bool] = True
+
+    name: AttributeName
+    mechanism: str
+    weight: float = Field(
+        default=1.0, gt=0.0, description="share of the record's ε (non-MASK attributes)"
+    )
+
+    def __new__(cls, *args: Any, **data: Any) -> AttributeSpec:
+        """``AttributeSpec(name=..., mechanism=..., ...)`` builds the registered class's
+        instance (pydantic then runs that class's ``__init__`` on it)."""
+        if cls is AttributeSpec:
+            return _parse_registered(data)
+        return super().__new__(cls)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _dispatch(
+        cls, data: Any, handler: ModelWrapValidatorHandler[AttributeSpec]
+    ) -> AttributeSpec:
+        """Validating against this base class validates with the class the attribute's
+        ``mechanism`` names in the registry (so ``list[AttributeSpec]`` dispatches)."""
+        if cls is AttributeSpec and not isinstance(data, AttributeSpec):
+            return _parse_registered(data)
+        return handler(data)
+
+    @model_validator(mode="after")
+    def _check_weight(self) -> AttributeSpec:
+        if not math.isfinite(self.weight):
+            raise ValueError(f"attribute {self.name!r}: weight must be finite")
+        return self
+
+    @property
+    def values(self) -> list[str]:
+        """The attribute's value domain (or item catalogue); empty when it has none."""
+        return []
+
+    @abstractmethod
+    def encode(self, column: Sequence[Any] | NDArray[Any]) -> NDArray[Any]:
+        """What the randomizer perturbs, from a column of raw values (validated)."""
+
+    @abstractmethod
+    def randomizer(self, epsilon: float | None, classes: int = 1) -> Randomizer:
+        """The randomizer at the allotted ``epsilon`` (``None`` when ``takes_budget`` is
+        false), over ``classes`` label classes when it is reported jointly with a label."""
+
+
+def _parse_registered(data: Any) -> AttributeSpec:
+    # imported here: the registry imports this module
+    from ldp_shared.mechanisms.registry import parse_attribute
+
+    return parse_attribute(data)
