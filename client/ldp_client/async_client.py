@@ -1,8 +1,10 @@
-"""The asynchronous SDK client: :class:`~ldp_client.client.LDPClient`'s surface over asyncio.
+# The single source of both SDK clients: scripts/unasync.py writes client.py (LDPClient)
+# from this file. After changing it, run `python scripts/unasync.py`; CI runs --check.
+"""The asynchronous SDK client: fetch a collection's config, privatize locally, upload, query.
 
-Same requests, same answer interpretation, same retry decisions and batching (from
-:mod:`ldp_client.protocol`, :mod:`ldp_client.retry` and :mod:`ldp_client.batching`);
-only the I/O awaits. Privatization is pure CPU work and runs inline (it takes
+Request building, answer interpretation, the retry decision and batching live in
+:mod:`ldp_client.protocol`, :mod:`ldp_client.retry` and :mod:`ldp_client.batching`; this
+module only does the I/O. Privatization is pure CPU work and runs inline (it takes
 milliseconds for thousands of records).
 """
 
@@ -78,7 +80,9 @@ T = TypeVar("T")
 
 
 class AsyncLDPClient:
-    """Talks to one aggregator over HTTP, asynchronously (``async with``, ``await``).
+    """Talks to one aggregator over HTTP; every method that does I/O is asynchronous.
+
+    Use it as a context manager (``async with``) or call :meth:`aclose` when done.
 
     ``token`` is sent (as ``Authorization: Bearer``) only to the analyst and admin
     routes; uploading reports and reading a config need none. A request is retried up to
