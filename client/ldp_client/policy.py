@@ -78,8 +78,11 @@ class DevicePolicy:
 
     def check_collection(self, config: CollectionConfig) -> None:
         """Refuse (:class:`PrivacyPolicyError`) a collection this policy does not allow."""
-        if config.epsilon > self.max_epsilon_per_record:
-            raise PrivacyPolicyError(_epsilon_refusal(config, self.max_epsilon_per_record))
+        limit = self.max_epsilon_per_record
+        # a collection asked for ε = limit: its exact ε, rebuilt from p and q, may be
+        # the limit plus a rounding error, which is no reason to refuse it
+        if config.epsilon > limit and not math.isclose(config.epsilon, limit, rel_tol=1e-9):
+            raise PrivacyPolicyError(_epsilon_refusal(config, limit))
         if self.allowed_mechanisms is not None:
             refused = sorted(
                 {a.mechanism for a in config.attributes} - set(self.allowed_mechanisms)

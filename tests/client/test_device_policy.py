@@ -94,6 +94,31 @@ def test_a_policy_applies_without_a_ledger_too(make_client: MakeClient, server: 
     assert client.ledger is None and server.report_posts() == []
 
 
+def test_a_collection_at_the_limit_is_allowed_despite_rounding(
+    make_client: MakeClient, server: FakeAggregator, tmp_path: Path
+):
+    # five SUE attributes sharing ε = 8: the exact ε rebuilt from p and q sums to 8 + 4e-15
+    spec = PLAIN.model_copy(
+        update={
+            "name": "at-limit",
+            "epsilon": DEFAULT_MAX_EPSILON_PER_RECORD,
+            "attributes": [
+                AttributeSpec(name=f"a{i}", domain=["yes", "no"], mechanism="sue") for i in range(5)
+            ],
+        }
+    )
+    config = server.add(spec)
+    assert config.epsilon > DEFAULT_MAX_EPSILON_PER_RECORD
+    assert config.epsilon == pytest.approx(DEFAULT_MAX_EPSILON_PER_RECORD, rel=1e-12)
+    client = make_client(ledger=tmp_path / "ledger.sqlite3")
+    record = {f"a{i}": "yes" for i in range(5)}
+    assert client.submit("at-limit", [record]).accepted == 1
+
+    stricter = make_client(policy=DevicePolicy(max_epsilon_per_record=7.99))
+    with pytest.raises(PrivacyPolicyError):
+        stricter.submit("at-limit", [record])
+
+
 def test_no_ledger_and_no_policy_enforces_nothing(make_client: MakeClient, server: FakeAggregator):
     client = make_client()
     assert client.ledger is None

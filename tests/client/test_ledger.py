@@ -5,6 +5,7 @@ Client tests run with LDPClient and with AsyncLDPClient (conftest.make_client).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from contextlib import closing
@@ -13,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ldp_client import ConfigurationError, DevicePolicy, Ledger, Spending
+from ldp_client import AsyncLDPClient, ConfigurationError, DevicePolicy, Ledger, Spending
 from ldp_client.device import canonical_record
 from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.schema import AttributeSpec, CollectionSpec, ReleasePolicy
 from ldp_shared.wire import decode_bits
 
-from .conftest import SPEC, MakeClient
+from .conftest import BASE_URL, SPEC, MakeClient
 from .fake_aggregator import FakeAggregator
 from .test_device_policy import PLAIN, plain_records
 
@@ -178,3 +179,24 @@ def test_a_file_that_is_not_a_ledger_is_refused(tmp_path: Path):
         Ledger(bogus)
     with pytest.raises(ConfigurationError, match="cannot open the ledger"):
         Ledger(tmp_path / "missing-folder" / "ledger.sqlite3")
+
+
+def test_concurrent_async_submits_are_all_charged(
+    server: FakeAggregator, plain: CollectionConfig, ledger_path: Path
+):
+    ledger_path.parent.mkdir()
+    records = plain_records(10, seed=3)
+
+    async def main() -> Spending:
+        async with AsyncLDPClient(
+            BASE_URL, transport=server.transport, ledger=ledger_path, memoize={"plain"}
+        ) as client:
+            await asyncio.gather(*(client.submit("plain", records) for _ in range(5)))
+            assert client.ledger is not None
+            return client.ledger.spending("plain")
+
+    spent = asyncio.run(main())
+    distinct = {json.dumps(r, sort_keys=True) for r in records}
+    assert (spent.reports, spent.charged) == (50, len(distinct))
+    assert len(server.stored["plain"]) == 50
+    assert len(set(server.stored["plain"].values())) <= len(distinct)
