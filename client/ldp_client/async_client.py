@@ -3,9 +3,9 @@
 """The asynchronous SDK client: fetch a collection's config, privatize locally, upload, query.
 
 Request building, answer interpretation, the retry decision and batching live in
-:mod:`ldp_client.protocol`, :mod:`ldp_client.retry` and :mod:`ldp_client.batching`; this
-module only does the I/O. Privatization is pure CPU work and runs inline (it takes
-milliseconds for thousands of records).
+:mod:`ldp_client.protocol`, :mod:`ldp_client.retry` and :mod:`ldp_client.batching`, the
+device's policy and ledger in :mod:`ldp_client.device`; this module only does the I/O.
+Privatization and the ledger's short transactions run inline.
 """
 
 from __future__ import annotations
