@@ -1,23 +1,25 @@
-"""The asynchronous SDK client: :class:`~ldp_client.client.LDPClient`'s surface over asyncio.
+# The single source of both SDK clients: scripts/unasync.py writes client.py (LDPClient)
+# from this file. After changing it, run `python scripts/unasync.py`; CI runs --check.
+"""The asynchronous SDK client: fetch a collection's config, privatize locally, upload, query.
 
-Same requests, same answer interpretation, same retry decisions and batching (from
-:mod:`ldp_client.protocol`, :mod:`ldp_client.retry` and :mod:`ldp_client.batching`);
-only the I/O awaits. Privatization is pure CPU work and runs inline (it takes
-milliseconds for thousands of records).
+Request building, answer interpretation, the retry decision and batching live in
+:mod:`ldp_client.protocol`, :mod:`ldp_client.retry` and :mod:`ldp_client.batching`, the
+device's policy and ledger in :mod:`ldp_client.device`; this module only does the I/O.
+Privatization and the ledger's short transactions run inline.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import httpx
 import numpy as np
 
-from ldp_client import privatize as _pure
+from ldp_client import itemsets, naive_bayes
 from ldp_client.batching import (
     DEFAULT_BATCH_SIZE,
     BatchPlan,
@@ -26,20 +28,9 @@ from ldp_client.batching import (
     rejection_error,
     summarize,
 )
-from ldp_client.itemsets import (
-    build_itemset_query,
-    itemset_job_call,
-    job_result,
-    mask_privacy_call,
-    mine_itemsets_call,
-)
-from ldp_client.naive_bayes import (
-    export_naive_bayes_call,
-    get_naive_bayes_call,
-    list_naive_bayes_call,
-    predict_naive_bayes_call,
-    train_naive_bayes_call,
-)
+from ldp_client.device import Device, LedgerArgument
+from ldp_client.ledger import Ledger
+from ldp_client.policy import DevicePolicy
 from ldp_client.protocol import (
     ApiCall,
     Outcome,
@@ -78,7 +69,9 @@ T = TypeVar("T")
 
 
 class AsyncLDPClient:
-    """Talks to one aggregator over HTTP, asynchronously (``async with``, ``await``).
+    """Talks to one aggregator over HTTP; every method that does I/O is asynchronous.
+
+    Use it as a context manager (``async with``) or call :meth:`aclose` when done.
 
     ``token`` is sent (as ``Authorization: Bearer``) only to the analyst and admin
     routes; uploading reports and reading a config need none. A request is retried up to
@@ -86,6 +79,13 @@ class AsyncLDPClient:
     ``backoff · 2^attempt`` seconds (jittered). ``transport`` replaces the network (tests:
     :class:`httpx.MockTransport`). ``rng`` is the perturbation's random source: leave it
     ``None`` (a fresh cryptographically strong generator per call) outside simulations.
+
+    The device's privacy (``docs/device-privacy.md``, :class:`~ldp_client.device.Device`):
+    ``ledger`` (a file path) charges every report made before it can be sent; ``policy``
+    (``DevicePolicy()`` when there is a ledger) refuses collections and reports beyond the
+    owner's limits with :class:`~ldp_shared.errors.PrivacyPolicyError`; ``memoize`` names
+    the collections whose repeated records resend their first report. Neither ledger nor
+    policy: nothing is enforced (simulators and tools, not devices).
 
     Every failure is an :class:`ldp_shared.errors.LDPError`.
     """
@@ -100,8 +100,12 @@ class AsyncLDPClient:
         backoff: float = 0.2,
         transport: httpx.AsyncBaseTransport | None = None,
         rng: np.random.Generator | None = None,
+        ledger: LedgerArgument = None,
+        policy: DevicePolicy | None = None,
+        memoize: Collection[str] = (),
     ) -> None:
         self._settings = Settings.make(base_url, token, timeout, retries, backoff, rng)
+        self._device = Device.make(policy, ledger, memoize)
         self._http = httpx.AsyncClient(transport=transport, **self._settings.httpx_options())
         self._configs: dict[str, CollectionConfig] = {}
 
@@ -111,8 +115,14 @@ class AsyncLDPClient:
     def base_url(self) -> str:
         return self._settings.base_url
 
+    @property
+    def ledger(self) -> Ledger | None:
+        """The device's ledger (what was spent, per collection), if it keeps one."""
+        return self._device.ledger
+
     async def aclose(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pool (and the ledger, if it was opened from a path)."""
+        self._device.close()
         await self._http.aclose()
 
     async def __aenter__(self) -> Self:
@@ -205,29 +215,31 @@ class AsyncLDPClient:
         standard errors and the smoothing applied. Raises
         :class:`~ldp_shared.errors.InsufficientReportsError` below the release minimum.
         """
-        call = train_naive_bayes_call(name, alpha=alpha, repair=repair, confidence=confidence)
+        call = naive_bayes.train_naive_bayes_call(
+            name, alpha=alpha, repair=repair, confidence=confidence
+        )
         return await self._call(call)
 
     async def list_naive_bayes(self, name: str) -> list[str]:
         """The ids of a collection's naive Bayes models (analyst token)."""
-        return await self._call(list_naive_bayes_call(name))
+        return await self._call(naive_bayes.list_naive_bayes_call(name))
 
     async def get_naive_bayes(self, name: str, model_id: str) -> NaiveBayesModel:
         """A stored naive Bayes model (analyst token)."""
-        return await self._call(get_naive_bayes_call(name, model_id))
+        return await self._call(naive_bayes.get_naive_bayes_call(name, model_id))
 
     async def predict_naive_bayes(
         self, name: str, model_id: str, records: Sequence[Mapping[str, Any]]
     ) -> NaiveBayesPredictions:
         """Classify records (the analyst's own, sent in the clear, never stored) with a model."""
-        return await self._call(predict_naive_bayes_call(name, model_id, records))
+        return await self._call(naive_bayes.predict_naive_bayes_call(name, model_id, records))
 
     async def export_naive_bayes(self, name: str, model_id: str) -> CategoricalNBExport:
         """A model as the attributes of scikit-learn's ``CategoricalNB`` (analyst token).
 
         ``ldp_shared.analyses.naive_bayes.to_categorical_nb`` turns it into a fitted estimator.
         """
-        return await self._call(export_naive_bayes_call(name, model_id))
+        return await self._call(naive_bayes.export_naive_bayes_call(name, model_id))
 
     # ------------------------------------------------------------------ frequent itemsets
 
@@ -250,7 +262,7 @@ class AsyncLDPClient:
         The aggregator answers once the job is done or ``wait_seconds`` have passed;
         poll an unfinished job with :meth:`itemset_job`.
         """
-        query = build_itemset_query(
+        query = itemsets.build_itemset_query(
             min_support=min_support,
             attribute=attribute,
             max_size=max_size,
@@ -261,11 +273,11 @@ class AsyncLDPClient:
             privacy_weight=privacy_weight,
             wait_seconds=wait_seconds,
         )
-        return await self._call(mine_itemsets_call(name, query))
+        return await self._call(itemsets.mine_itemsets_call(name, query))
 
     async def itemset_job(self, name: str, job_id: str) -> ItemsetJob:
         """A mining job as it stands (analyst token)."""
-        return await self._call(itemset_job_call(name, job_id))
+        return await self._call(itemsets.itemset_job_call(name, job_id))
 
     async def mine_itemsets(
         self,
@@ -305,7 +317,7 @@ class AsyncLDPClient:
             # HTTP timeout, or a timed-out request would be retried as a second job
             wait_seconds=max(0.0, min(timeout, 5.0, self._settings.timeout / 2)),
         )
-        while (result := job_result(job)) is None:
+        while (result := itemsets.job_result(job)) is None:
             if time.monotonic() >= deadline:
                 raise TransportError(
                     f"itemset job {job.id} of {name!r} is still {job.status} after {timeout}s"
@@ -324,21 +336,25 @@ class AsyncLDPClient:
     ) -> MaskPrivacy:
         """ε per item and per basket, and MASK's reconstruction privacy P for an average
         item support ``s0`` and weight ``a`` of the 1s (no token needed)."""
-        return await self._call(mask_privacy_call(name, average_support, attribute, weight))
+        call = itemsets.mask_privacy_call(name, average_support, attribute, weight)
+        return await self._call(call)
 
     # ------------------------------------------------------------------ reports
 
     async def privatize(self, name: str, record: Record) -> Report:
-        """The perturbed report of one record (the config is fetched once; no upload)."""
-        return _pure.privatize(await self.get_config(name), record, self._settings.rng)
+        """The perturbed report of one record (no upload; charged to the ledger, if any)."""
+        config = await self.get_config(name)
+        return self._device.privatize(config, record, self._settings.rng)
 
     async def privatize_many(self, name: str, records: Iterable[Record]) -> list[Report]:
         """Perturbed reports of many records, vectorised (no upload)."""
-        return _pure.privatize_many(await self.get_config(name), records, self._settings.rng)
+        config = await self.get_config(name)
+        return self._device.privatize_many(config, records, self._settings.rng)
 
     async def privatize_columns(self, name: str, columns: Columns) -> list[Report]:
         """Perturbed reports of columnar records (simulations; no upload)."""
-        return _pure.privatize_columns(await self.get_config(name), columns, self._settings.rng)
+        config = await self.get_config(name)
+        return self._device.privatize_columns(config, columns, self._settings.rng)
 
     async def submit_reports(
         self,
@@ -379,7 +395,9 @@ class AsyncLDPClient:
         """Privatize every record locally, then upload the reports in batches.
 
         Nothing is sent unless every record is valid
-        (:class:`~ldp_shared.errors.InvalidRecordError`). ``progress`` is called after
+        (:class:`~ldp_shared.errors.InvalidRecordError`) and the device's policy allows
+        them (:class:`~ldp_shared.errors.PrivacyPolicyError`); the ledger is charged
+        first. ``progress`` is called after
         each batch with the number of reports it held (``progress=bar.update`` works).
         If the aggregator rejects any report, :class:`~ldp_shared.errors.ReportRejectedError`
         (with ``.rejected``, id → reason) is raised once all batches were sent.

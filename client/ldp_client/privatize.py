@@ -27,7 +27,13 @@ from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidRecordError, InvalidReportError
 from ldp_shared.wire import Report, encode_bits, new_report_id
 
-__all__ = ["privatize", "privatize_columns", "privatize_many", "reports_from_packed"]
+__all__ = [
+    "check_records",
+    "privatize",
+    "privatize_columns",
+    "privatize_many",
+    "reports_from_packed",
+]
 
 
 def privatize(
@@ -47,12 +53,17 @@ def privatize_many(
     config: CollectionConfig, records: Iterable[Record], rng: np.random.Generator | None = None
 ) -> list[Report]:
     """One perturbed report per record, in order, each with a fresh random id (vectorised)."""
+    packed = Privatizer(config).privatize_many(check_records(records), rng)
+    return reports_from_packed(config, packed)
+
+
+def check_records(records: Iterable[Record]) -> list[Record]:
+    """``records`` as a list, refusing one record or a string passed in their place."""
     if isinstance(records, Mapping | str | bytes):
         raise InvalidRecordError(
             "privatize_many takes a sequence of records (mappings); use privatize for one record"
         )
-    packed = Privatizer(config).privatize_many(list(records), rng)
-    return reports_from_packed(config, packed)
+    return list(records)
 
 
 def privatize_columns(

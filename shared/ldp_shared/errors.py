@@ -153,6 +153,18 @@ class ReportRejectedError(LDPError):
         self.rejected: dict[str, str] = dict(rejected or {})
 
 
+class PrivacyPolicyError(LDPError):
+    """The device's privacy policy refuses a collection or a report (client side).
+
+    Raised before anything is perturbed or sent: ε per record over the owner's limit, a
+    mechanism the owner does not allow, or the collection's report limit reached.
+    """
+
+    type_slug = "privacy-policy"
+    title = "Refused by the device's privacy policy"
+    status = 403
+
+
 PROBLEM_TYPE_BASE = "https://ldpcollect.dev/problems/"
 
 ALL_ERRORS: tuple[type[LDPError], ...] = (
@@ -173,6 +185,7 @@ ALL_ERRORS: tuple[type[LDPError], ...] = (
     InvalidRequestError,
     TransportError,
     ReportRejectedError,
+    PrivacyPolicyError,
 )
 
 

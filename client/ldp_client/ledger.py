@@ -1,0 +1,313 @@
+"""The device's ledger: the ε it has spent and the reports it has made, per collection.
+
+One SQLite file (stdlib :mod:`sqlite3`) that the device owner chooses. It holds
+
+* ``spending``: one row per batch of reports the SDK made, appended in the same
+  transaction that checks the policy's report limit, *before* any of those reports can
+  be sent. A crash after that commit over-counts (reports charged, never sent); a crash
+  before it leaves nothing to send. The ledger never shows less than what was sent.
+* ``memo``: for collections the owner memoises (permanent randomized response, after
+  RAPPOR), a keyed hash of each record (HMAC-SHA256 under a random per-ledger secret)
+  → the packed perturbed report first made for it. Raw values are never stored.
+* ``ledger_meta``: the format version and the HMAC secret.
+
+Why SQLite: a transaction opened with ``BEGIN IMMEDIATE`` takes the file's write lock
+before it reads, so two processes sharing the file serialise their check-and-charge
+(the second waits up to ``timeout`` seconds); its rollback journal makes every commit
+atomic and durable (``synchronous=FULL``), so ``kill -9`` or a power cut at any point
+leaves either the old or the new state, never a torn one. A JSON file would need the
+same (a lock file, write-to-temporary, fsync, rename, fsync of the folder) by hand.
+
+The calls are short and synchronous; an asynchronous client makes them inline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldp_shared.collection import CollectionConfig
+from ldp_shared.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from ldp_client.policy import DevicePolicy
+
+__all__ = ["LEDGER_FORMAT", "Ledger", "Spending"]
+
+LEDGER_FORMAT = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ledger_meta (
+    key TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS spending (
+    id INTEGER PRIMARY KEY,
+    collection TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
+    reports INTEGER NOT NULL CHECK (reports > 0),
+    charged INTEGER NOT NULL CHECK (charged >= 0 AND charged <= reports),
+    epsilon_per_record REAL NOT NULL CHECK (epsilon_per_record >= 0),
+    epsilon REAL NOT NULL CHECK (epsilon >= 0),
+    made_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS spending_by_config ON spending (config_hash);
+CREATE INDEX IF NOT EXISTS spending_by_collection ON spending (collection);
+CREATE TABLE IF NOT EXISTS memo (
+    config_hash TEXT NOT NULL,
+    record_key BLOB NOT NULL,
+    bits BLOB NOT NULL,
+    PRIMARY KEY (config_hash, record_key)
+) WITHOUT ROWID;
+"""
+
+
+@dataclass(frozen=True)
+class Spending:
+    """What the ledger has charged: reports made, those that spent ε, and that ε.
+
+    ``reports`` counts every report made (memoised repeats included); ``charged`` those
+    perturbed afresh, each costing the collection's ε per record; ``epsilon`` their sum.
+    """
+
+    reports: int
+    charged: int
+    epsilon: float
+
+
+class Ledger:
+    """The ledger file at ``path`` (created, with owner-only permissions, if missing).
+
+    Safe to share between threads, clients and processes. ``timeout``: how long a
+    transaction waits for another process's one to finish before failing.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
+        self._path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            descriptor = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise ConfigurationError(f"cannot open the ledger file {str(path)!r}: {exc}") from exc
+        os.close(descriptor)
+        self._db = sqlite3.connect(
+            self._path, timeout=timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            self._db.execute("PRAGMA synchronous = FULL")
+            self._secret = self._initialise()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise ConfigurationError(
+                f"{str(path)!r} is not a readable ldpcollect ledger: {exc}"
+            ) from exc
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def close(self) -> None:
+        """Close the file (a committed ledger needs nothing else)."""
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self._path)!r})"
+
+    # ------------------------------------------------------------------ transactions
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction: committed if the block ends normally."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _initialise(self) -> bytes:
+        with self._write() as db:
+            # one statement at a time: executescript would commit the open transaction
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                db.execute(statement)
+            db.execute(
+                "INSERT OR IGNORE INTO ledger_meta (key, value)"
+                " VALUES ('format', ?), ('secret', ?)",
+                (str(LEDGER_FORMAT).encode(), secrets.token_bytes(32)),
+            )
+            meta = dict(db.execute("SELECT key, value FROM ledger_meta").fetchall())
+        if meta.get("format") != str(LEDGER_FORMAT).encode():
+            raise sqlite3.DatabaseError(f"ledger format {meta.get('format')!r} is not supported")
+        secret = meta["secret"]
+        if not isinstance(secret, bytes) or len(secret) < 16:
+            raise sqlite3.DatabaseError("the ledger's secret is missing or too short")
+        return secret
+
+    # ------------------------------------------------------------------ charging
+
+    def record_key(self, config_hash: str, canonical_record: bytes) -> bytes:
+        """The keyed hash a memoised record is stored under (HMAC-SHA256, per-ledger secret).
+
+        The config hash is part of the message, so equal records of two collections get
+        unrelated keys.
+        """
+        message = config_hash.encode("ascii") + b"\n" + canonical_record
+        return hmac.new(self._secret, message, hashlib.sha256).digest()
+
+    def reserve(
+        self,
+        config: CollectionConfig,
+        packed: NDArray[np.uint8],
+        *,
+        record_keys: Sequence[bytes] | None = None,
+        policy: DevicePolicy | None = None,
+    ) -> NDArray[np.uint8]:
+        """Charge the reports ``packed`` (``n × report_bytes``) before they can be sent.
+
+        In one transaction: check ``policy``'s report limit against what this ledger
+        has made for the collection (raising its
+        :class:`~ldp_shared.errors.PrivacyPolicyError` with nothing charged); with
+        ``record_keys`` (one per row, memoised collections), replace each row whose
+        record was reported before by its first report and remember the others; append
+        the spending row (ε charged only for rows perturbed afresh). Returns the rows to
+        send.
+        """
+        rows = np.array(packed, dtype=np.uint8, copy=True)
+        n = rows.shape[0]
+        if record_keys is not None and len(record_keys) != n:
+            raise ValueError("record_keys must hold one key per report")
+        if n == 0:
+            return rows
+        with self._write() as db:
+            if policy is not None:
+                made = self._reports_made(db, config.config_hash)
+                policy.check_report_count(config, made, n)
+            charged = n if record_keys is None else self._memoise(db, config, rows, record_keys)
+            db.execute(
+                "INSERT INTO spending (collection, config_hash, reports, charged,"
+                " epsilon_per_record, epsilon, made_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    config.name,
+                    config.config_hash,
+                    n,
+                    charged,
+                    config.epsilon,
+                    charged * config.epsilon,
+                    datetime.now(UTC).isoformat(timespec="seconds"),
+                ),
+            )
+        return rows
+
+    @staticmethod
+    def _reports_made(db: sqlite3.Connection, config_hash: str) -> int:
+        row = db.execute(
+            "SELECT COALESCE(SUM(reports), 0) FROM spending WHERE config_hash = ?", (config_hash,)
+        ).fetchone()
+        return int(row[0])
+
+    @staticmethod
+    def _memoise(
+        db: sqlite3.Connection,
+        config: CollectionConfig,
+        rows: NDArray[np.uint8],
+        record_keys: Sequence[bytes],
+    ) -> int:
+        """Reuse remembered reports in ``rows``, remember the new ones; the number of new ones."""
+        fresh = 0
+        for index, key in enumerate(record_keys):
+            found = db.execute(
+                "SELECT bits FROM memo WHERE config_hash = ? AND record_key = ?",
+                (config.config_hash, key),
+            ).fetchone()
+            if found is None:
+                db.execute(
+                    "INSERT INTO memo (config_hash, record_key, bits) VALUES (?, ?, ?)",
+                    (config.config_hash, key, rows[index].tobytes()),
+                )
+                fresh += 1
+                continue
+            bits = found[0]
+            if not isinstance(bits, bytes) or len(bits) != config.report_bytes:
+                raise ConfigurationError(
+                    f"the ledger's memoised report for collection {config.name!r} is damaged"
+                )
+            rows[index] = np.frombuffer(bits, dtype=np.uint8)
+        return fresh
+
+    # ------------------------------------------------------------------ reading
+
+    def spending(self, collection: str | None = None) -> Spending:
+        """What was charged for the collection named ``collection`` (all of them: ``None``).
+
+        Summed over every config hash the name had; the device's total when ``None``.
+        """
+        query = "SELECT COALESCE(SUM(reports), 0), COALESCE(SUM(charged), 0),"
+        query += " COALESCE(SUM(epsilon), 0.0) FROM spending"
+        params: tuple[Any, ...] = ()
+        if collection is not None:
+            query += " WHERE collection = ?"
+            params = (collection,)
+        with self._lock:
+            reports, charged, epsilon = self._db.execute(query, params).fetchone()
+        return Spending(reports=int(reports), charged=int(charged), epsilon=float(epsilon))
+
+    def memoised(self, config_hash: str) -> int:
+        """How many distinct records of the collection with this config hash are memoised."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT COUNT(*) FROM memo WHERE config_hash = ?", (config_hash,)
+            ).fetchone()
+        return int(row[0])
+
+    def inconsistencies(self) -> list[str]:
+        """What is wrong with the file (empty when it is sound).
+
+        SQLite's own integrity check, then the ledger's invariants: every spending row
+        charges its ε per record for each fresh report, and no collection has more
+        memoised records than reports it charged.
+        """
+        problems: list[str] = []
+        with self._lock:
+            checked = [row[0] for row in self._db.execute("PRAGMA integrity_check")]
+            if checked != ["ok"]:
+                problems.extend(f"sqlite: {message}" for message in checked)
+            bad_rows = self._db.execute(
+                "SELECT id FROM spending WHERE abs(epsilon - charged * epsilon_per_record)"
+                " > 1e-9 * max(1.0, epsilon) OR charged > reports"
+            ).fetchall()
+            problems.extend(f"spending row {row[0]}: ε does not match" for row in bad_rows)
+            over = self._db.execute(
+                "SELECT memo.config_hash FROM memo GROUP BY memo.config_hash HAVING COUNT(*) >"
+                " (SELECT COALESCE(SUM(charged), 0) FROM spending"
+                "  WHERE spending.config_hash = memo.config_hash)"
+            ).fetchall()
+            problems.extend(f"config {row[0]}: more memoised records than charged" for row in over)
+        return problems

@@ -1,0 +1,119 @@
+"""The device owner's privacy policy: what a collection may ask of this device (pure).
+
+A :class:`DevicePolicy` is checked against the *verified* config of a collection (the
+SDK rebuilds every config from its spec, :func:`ldp_shared.collection.verify_config`, so
+the ε it compares is the ε the noise really gives, not a number the server states).
+A refusal is a :class:`~ldp_shared.errors.PrivacyPolicyError`, raised before anything
+is perturbed, stored or sent. See ``docs/device-privacy.md`` for the defaults and why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from ldp_shared.collection import CollectionConfig
+from ldp_shared.errors import ConfigurationError, PrivacyPolicyError
+
+__all__ = ["DEFAULT_MAX_EPSILON_PER_RECORD", "DevicePolicy"]
+
+DEFAULT_MAX_EPSILON_PER_RECORD = 8.0
+"""The largest ε per record a device accepts unless its owner says otherwise.
+
+The top of what deployed local-DP systems spend on one contribution: Apple's per-donation
+budgets run from 2 to 8, RAPPOR's permanent response costs ε∞ = 2h·ln((1 - f/2)/(f/2)),
+4·ln 3 ≈ 4.4 with its example parameters (h = 2, f = 0.5). Reasoning in
+``docs/device-privacy.md``.
+"""
+
+
+@dataclass(frozen=True)
+class DevicePolicy:
+    """What the owner of this device allows collections to take.
+
+    ``max_epsilon_per_record``: the largest ε one record may cost (``config.epsilon``;
+    ``math.inf`` for no limit). MASK basket collections spend ε per item times the
+    catalogue size, far above the default: they need an owner who raises it.
+
+    ``allowed_mechanisms``: the mechanism names every attribute of a collection must use
+    (compared to ``attribute.mechanism`` of its config); ``None`` allows all of them.
+
+    ``max_reports_per_collection``: the most reports this device makes for one
+    collection (one config hash), memoised repeats included; ``None`` for no limit.
+    Counting across runs needs a ledger, so a client refuses this limit without one.
+    """
+
+    max_epsilon_per_record: float = DEFAULT_MAX_EPSILON_PER_RECORD
+    allowed_mechanisms: Collection[str] | None = None
+    max_reports_per_collection: int | None = None
+
+    def __post_init__(self) -> None:
+        epsilon = self.max_epsilon_per_record
+        if (
+            isinstance(epsilon, bool)
+            or not isinstance(epsilon, int | float)
+            or math.isnan(epsilon)
+            or epsilon <= 0
+        ):
+            raise ConfigurationError(
+                "max_epsilon_per_record must be a number > 0 (math.inf for no limit),"
+                f" got {epsilon!r}"
+            )
+        object.__setattr__(self, "max_epsilon_per_record", float(epsilon))
+        mechanisms = self.allowed_mechanisms
+        if mechanisms is not None:
+            if isinstance(mechanisms, str) or not all(isinstance(m, str) for m in mechanisms):
+                raise ConfigurationError(
+                    "allowed_mechanisms must be a collection of mechanism names (strings)"
+                )
+            object.__setattr__(self, "allowed_mechanisms", frozenset(mechanisms))
+        limit = self.max_reports_per_collection
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
+            raise ConfigurationError(
+                f"max_reports_per_collection must be an integer >= 0 or None, got {limit!r}"
+            )
+
+    def check_collection(self, config: CollectionConfig) -> None:
+        """Refuse (:class:`PrivacyPolicyError`) a collection this policy does not allow."""
+        limit = self.max_epsilon_per_record
+        # a collection asked for ε = limit: its exact ε, rebuilt from p and q, may be
+        # the limit plus a rounding error, which is no reason to refuse it
+        if config.epsilon > limit and not math.isclose(config.epsilon, limit, rel_tol=1e-9):
+            raise PrivacyPolicyError(_epsilon_refusal(config, limit))
+        if self.allowed_mechanisms is not None:
+            refused = sorted(
+                {a.mechanism for a in config.attributes} - set(self.allowed_mechanisms)
+            )
+            if refused:
+                raise PrivacyPolicyError(
+                    f"collection {config.name!r} uses the mechanism(s) {refused}, which this"
+                    f" device's policy does not allow (allowed: {sorted(self.allowed_mechanisms)})"
+                )
+
+    def check_report_count(self, config: CollectionConfig, made: int, more: int) -> None:
+        """Refuse ``more`` reports when ``made`` exist already and the limit would be passed."""
+        limit = self.max_reports_per_collection
+        if limit is not None and made + more > limit:
+            raise PrivacyPolicyError(
+                f"collection {config.name!r}: this device has made {made} of at most {limit}"
+                f" reports allowed by its policy; {more} more would pass the limit"
+            )
+
+
+def _epsilon_refusal(config: CollectionConfig, limit: float) -> str:
+    message = (
+        f"collection {config.name!r} spends ε = {config.epsilon:.4g} per record, over this"
+        f" device's limit of {limit:g} (DevicePolicy.max_epsilon_per_record)"
+    )
+    baskets = [a for a in config.attributes if a.mechanism == "mask"]
+    if baskets:
+        parts = ", ".join(f"{a.name!r} ε = {a.epsilon:.4g}" for a in baskets)
+        message += (
+            f"; its MASK basket attribute(s) alone cost {parts} (ε per item times the"
+            " catalogue size): basket collections need an owner who raises the limit,"
+            " e.g. DevicePolicy(max_epsilon_per_record=...)"
+        )
+    return message

@@ -1,0 +1,64 @@
+"""The synchronous client is generated from the asynchronous one and kept in step."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "unasync.py"
+PACKAGE = ROOT / "client" / "ldp_client"
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("unasync_script", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_client_py_is_what_async_client_py_generates():
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_check_fails_when_one_side_was_edited(tmp_path: Path):
+    source = tmp_path / "async_client.py"
+    target = tmp_path / "client.py"
+    shutil.copy(PACKAGE / "async_client.py", source)
+    shutil.copy(PACKAGE / "client.py", target)
+    check = [
+        sys.executable,
+        str(SCRIPT),
+        "--check",
+        "--source",
+        str(source),
+        "--target",
+        str(target),
+    ]
+    assert subprocess.run(check, capture_output=True, timeout=60).returncode == 0
+
+    target.write_text(target.read_text() + "\n# a hand edit\n")
+    stale = subprocess.run(check, capture_output=True, text=True, timeout=60)
+    assert stale.returncode == 1
+    assert "+# a hand edit" not in stale.stdout and "-# a hand edit" in stale.stdout
+
+    write = [sys.executable, str(SCRIPT), "--source", str(source), "--target", str(target)]
+    assert subprocess.run(write, capture_output=True, timeout=60).returncode == 0
+    assert subprocess.run(check, capture_output=True, timeout=60).returncode == 0
+    assert target.read_text() == (PACKAGE / "client.py").read_text()
+
+
+def test_the_generated_module_is_marked_and_has_no_async_left():
+    generated = load_script().unasync((PACKAGE / "async_client.py").read_text())
+    assert generated.startswith("# GENERATED from async_client.py by `python scripts/unasync.py`")
+    for token in ("async ", "await ", "asyncio", "AsyncLDPClient", "aclose", "__aenter__"):
+        assert token not in generated, token
+    assert "class LDPClient:" in generated and "def close(self) -> None:" in generated
