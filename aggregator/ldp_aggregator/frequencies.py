@@ -96,7 +96,7 @@ def frequency_result(
         if attr.is_feature:
             estimate = feature_marginal(attr, n, stats.sums, confidence)
         else:
-            estimate = attribute_estimate(config, attr, n, stats.sums, confidence)
+            estimate = attribute_estimate(config, attr, n, stats.sums, confidence, stats.floats)
     repaired = None if known == "none" else postprocess(estimate.estimate, known).tolist()
     return FrequencyResult(
         collection=config.name,

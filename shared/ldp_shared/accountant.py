@@ -129,14 +129,19 @@ def account(spec: CollectionSpec) -> PrivacyAccount:
         if attribute.name == spec.label:
             continue
         classes = k if attribute.joins_label and label is not None else 1
-        entry = AttributeAccount(
-            spec=attribute,
-            allotted=allotted,
-            classes=classes,
-            sampled=sample and attribute.takes_budget,
-            randomizer=attribute.randomizer(allotted, classes),
-        )
-        _check_exact(attribute, entry.privacy)
+        try:
+            entry = AttributeAccount(
+                spec=attribute,
+                allotted=allotted,
+                classes=classes,
+                sampled=sample and attribute.takes_budget,
+                randomizer=attribute.randomizer(allotted, classes),
+            )
+            _check_exact(attribute, entry.privacy)
+        except ConfigurationError as error:
+            if error.detail.startswith(f"attribute {attribute.name!r}"):
+                raise
+            raise ConfigurationError(f"attribute {attribute.name!r}: {error.detail}") from None
         entries.append(entry)
     report = _compose(
         [e.privacy for e in entries if not e.sampled], [e.privacy for e in entries if e.sampled]

@@ -30,6 +30,10 @@ FloatArray = NDArray[np.float64]
 
 
 def _check_pq(p: float, q: float) -> None:
+    if p == q:
+        raise ConfigurationError(
+            f"ε rounds to 0 (p = q = {p!r}): answers would not depend on the value"
+        )
     if not 0.0 <= q < p <= 1.0:
         raise ConfigurationError(f"need 0 <= q < p <= 1, got p={p!r}, q={q!r}")
 

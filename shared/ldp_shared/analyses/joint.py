@@ -178,28 +178,41 @@ def label_estimate(
     return _estimate(n, pi, variance, confidence)
 
 
-def attribute_stats(config: CollectionConfig, attribute: AttributeConfig, sums: Sums) -> Blocks:
-    """An attribute's int64 statistics blocks, by name, sliced from the collection's vector.
-
-    (Float64 blocks are read by the analyses that need them.)
-    """
+def attribute_stats(
+    config: CollectionConfig,
+    attribute: AttributeConfig,
+    sums: Sums,
+    floats: FloatArray | None = None,
+) -> Blocks:
+    """An attribute's statistics blocks, by name, sliced from the collection's int64
+    ``sums`` and float64 ``floats`` vectors (int64 counts come back as float64: exact
+    below 2^53)."""
     out: dict[str, NDArray[Any]] = {}
-    at = attribute.stats_offset
+    int_at, float_at = attribute.stats_offset, attribute.float_offset or 0
     for block in config.randomizer(attribute).stats_layout:
         if block.dtype == "int64":
-            out[block.name] = np.asarray(sums[at : at + block.length], dtype=np.float64)
-            at += block.length
+            out[block.name] = np.asarray(sums[int_at : int_at + block.length], dtype=np.float64)
+            int_at += block.length
+        else:
+            assert floats is not None, "the collection's float statistics are needed"
+            out[block.name] = np.asarray(floats[float_at : float_at + block.length])
+            float_at += block.length
     return out
 
 
 def attribute_estimate(
-    config: CollectionConfig, attribute: AttributeConfig, n: int, sums: Sums, confidence: float
+    config: CollectionConfig,
+    attribute: AttributeConfig,
+    n: int,
+    sums: Sums,
+    confidence: float,
+    floats: FloatArray | None = None,
 ) -> FrequencyEstimate:
     """A non-feature attribute's estimate by its own mechanism, over the ``n_j`` reports that
     carried it; under budget ``sample`` the sampling variance is added."""
     n_j = attribute_reports(attribute, n, sums)
     _require_reports(attribute, n_j)
-    stats = attribute_stats(config, attribute, sums)
+    stats = attribute_stats(config, attribute, sums, floats)
     own = config.randomizer(attribute).estimate_stats(stats, n_j, confidence)
     if attribute.count_offset is None:  # every report carries it
         return own
