@@ -29,11 +29,11 @@ import httpx
 import numpy as np
 
 from ldp_client import LDPClient
-from ldp_shared.datasets import CategoricalDataset, load_car
 from ldp_shared.errors import ConflictError, TransportError
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import FrequencyResult
+from ldp_simulation.datasets import CategoricalDataset, load_car
 
 DEMO_COLLECTION = "car-demo"
 SERVER_START_TIMEOUT = 60.0

@@ -21,9 +21,9 @@ import numpy as np
 from ldp_client import LDPClient
 from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.collection import build_config
-from ldp_shared.datasets import load_car
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
+from ldp_simulation.datasets import load_car
 
 if TYPE_CHECKING:
     from ldp_aggregator.demo import DemoOptions

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ldp_aggregator.demo import DemoOptions, run_demo
-from ldp_shared.datasets import load_car
+from ldp_simulation.datasets import load_car
 
 pytestmark = pytest.mark.e2e
 

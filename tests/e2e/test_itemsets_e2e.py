@@ -33,9 +33,9 @@ from ldp_shared.analyses.itemsets import (
     estimate_itemsets,
     mine_frequent_itemsets,
 )
-from ldp_shared.baskets import QuestParameters, basket_lists, item_names, quest_baskets
 from ldp_shared.itemset_wire import ItemsetResult
 from ldp_shared.rand import seeded_rng
+from ldp_simulation.baskets import QuestParameters, basket_lists, item_names, quest_baskets
 
 pytestmark = pytest.mark.e2e
 
