@@ -6,7 +6,7 @@ one simulated client per record privatize and upload its record through the SDK 
 real HTTP, then asks the aggregator for every attribute's frequencies and compares them
 with the truth, which only the demo (never the aggregator) knows. A second collection,
 labelled with the car's class, trains a naive Bayes model from the reports of a training
-split and scores it on the held-out records (:mod:`ldp_aggregator.demo_naive_bayes`).
+split and scores it on the held-out records (:mod:`ldp_simulation.demo_naive_bayes`).
 """
 
 from __future__ import annotations
@@ -266,8 +266,8 @@ def simulate(
         }
     first = next(iter(results.values()))
     # these modules build on this one (ensure_collection, replicate): import them late
-    from ldp_aggregator.demo_itemsets import ItemsetDemoOptions, simulate_itemsets
-    from ldp_aggregator.demo_naive_bayes import simulate_naive_bayes
+    from ldp_simulation.demo_itemsets import ItemsetDemoOptions, simulate_itemsets
+    from ldp_simulation.demo_naive_bayes import simulate_naive_bayes
 
     naive_bayes = simulate_naive_bayes(base_urls, admin_token, analyst_token, options, progress)
     itemsets, itemsets_text = simulate_itemsets(
@@ -325,7 +325,7 @@ def format_table(result: DemoResult) -> str:
             lines.append(f"  {row}  {interval:<20} {covers}")
         lines.append("")
     if "naive_bayes" in result.extras:
-        from ldp_aggregator.demo_naive_bayes import format_naive_bayes
+        from ldp_simulation.demo_naive_bayes import format_naive_bayes
 
         lines += [*format_naive_bayes(result.extras["naive_bayes"]), ""]
     if result.itemsets_text:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from ldp_aggregator.demo import DemoOptions, format_table, run_demo
-from ldp_aggregator.demo_naive_bayes import NB_COLLECTION
+from ldp_simulation.demo import DemoOptions, format_table, run_demo
+from ldp_simulation.demo_naive_bayes import NB_COLLECTION
 
 pytestmark = pytest.mark.e2e
 

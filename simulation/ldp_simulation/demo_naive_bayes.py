@@ -26,7 +26,7 @@ from ldp_shared.schema import CollectionSpec
 from ldp_simulation.datasets import load_car
 
 if TYPE_CHECKING:
-    from ldp_aggregator.demo import DemoOptions
+    from ldp_simulation.demo import DemoOptions
 
 NB_COLLECTION = "car-demo-nb"
 LABEL = "class"
@@ -107,7 +107,7 @@ def simulate_naive_bayes(
     progress: Callable[[int, int], None] | None = None,
 ) -> NaiveBayesDemo:
     """Report the training split through the SDK, train over HTTP, score the held-out split."""
-    from ldp_aggregator.demo import deal_records, ensure_collection, replicate
+    from ldp_simulation.demo import deal_records, ensure_collection, replicate
 
     car = load_car()
     train, test = nb.holdout_split(car.records)
