@@ -111,7 +111,8 @@ def _progress_bar(sent: int, total: int) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from ldp_simulation.demo import DemoOptions, format_table, run_demo, simulate
+    from ldp_simulation.demo import format_table, run_demo, simulate
+    from ldp_simulation.fleet import DemoOptions
 
     options = DemoOptions(
         epsilon=args.epsilon,

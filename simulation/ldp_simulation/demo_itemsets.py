@@ -37,7 +37,7 @@ from ldp_shared.itemset_wire import ItemsetResult
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 from ldp_simulation.baskets import QuestParameters, basket_lists, item_names, quest_baskets
-from ldp_simulation.demo import ensure_collection
+from ldp_simulation.fleet import ensure_collection
 
 ITEMSET_COLLECTION = "baskets-demo"
 DATA_SEED = 2024

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from ldp_simulation.datasets import load_car
-from ldp_simulation.demo import DemoOptions, run_demo
+from ldp_simulation.demo import run_demo
+from ldp_simulation.fleet import DemoOptions
 
 pytestmark = pytest.mark.e2e
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from ldp_simulation.baskets import basket_lists, item_names, quest_baskets
-from ldp_simulation.demo import running_aggregator
 from ldp_simulation.demo_itemsets import DATA_SEED, ItemsetDemoOptions, simulate_itemsets
+from ldp_simulation.fleet import running_aggregator
 
 pytestmark = pytest.mark.e2e
 
