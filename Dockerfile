@@ -5,6 +5,7 @@ COPY pyproject.toml README.md ./
 COPY shared ./shared
 COPY client ./client
 COPY aggregator ./aggregator
+COPY simulation ./simulation
 RUN pip install --no-cache-dir ".[demo,postgres]"
 RUN useradd --create-home ldp
 USER ldp

@@ -3,7 +3,7 @@
 Data sets: T10I4D100K (100,000 baskets, 870 items) and retail (88,162 baskets, 16,470
 items) from ``../shared/data`` (FIMI copies, no stated licence: read here, never
 shipped; skipped and named in ``datasets_missing`` when absent), and a seeded Quest-style
-synthetic set of 1,000,000 baskets over 100 items (``ldp_shared.baskets``).
+synthetic set of 1,000,000 baskets over 100 items (``ldp_simulation.baskets``).
 
 For each data set, in a fresh child process (so that its peak RSS is ours alone):
 
@@ -55,14 +55,14 @@ from ldp_shared.analyses.itemsets import (
     evaluate,
     mine_frequent_itemsets,
 )
-from ldp_shared.baskets import (
+from ldp_shared.mechanisms import Mask
+from ldp_shared.rand import seeded_rng
+from ldp_simulation.baskets import (
     QuestParameters,
     quest_chunks,
     read_fimi,
     unpack_baskets,
 )
-from ldp_shared.mechanisms import Mask
-from ldp_shared.rand import seeded_rng
 
 KEEP = (0.9, 0.95)
 REPEATS = 3
@@ -89,7 +89,7 @@ def load(name: str, rows: int | None) -> tuple[np.ndarray, int, list[str], str]:
         packed = np.concatenate(list(quest_chunks(params, SEED, rows)))
         labels = [str(i) for i in range(params.n_items)]
         text = (
-            f"Quest-style synthetic (ldp_shared.baskets), T{params.avg_basket_size:g}"
+            f"Quest-style synthetic (ldp_simulation.baskets), T{params.avg_basket_size:g}"
             f"I{params.avg_pattern_size:g}, N = {params.n_items}, |L| = {params.n_patterns}, "
             f"seed {SEED}"
         )
@@ -267,7 +267,7 @@ def http_run(rows: int | None) -> dict[str, Any]:
     """T10I4D100K at p = 0.9 through the server: SDK upload, mining job, SQLite snapshot."""
     from _server import running_server
     from ldp_client import LDPClient
-    from ldp_shared.baskets import basket_lists
+    from ldp_simulation.baskets import basket_lists
 
     packed, n_items, labels, _ = load("T10I4D100K", rows)
     names = [f"i{label}" for label in labels]

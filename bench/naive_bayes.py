@@ -40,10 +40,10 @@ from _common import DATA_DIR, base_parser, emit, log, start_marker
 from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.codec import Privatizer, decode_reports, records_to_columns
 from ldp_shared.collection import CollectionConfig, build_config
-from ldp_shared.datasets import load_car
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import NaiveBayesModel, NaiveBayesTrainRequest
+from ldp_simulation.datasets import load_car
 
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
 VARIANTS = (("sue", "split"), ("sue", "sample"), ("oue", "split"), ("oue", "sample"))

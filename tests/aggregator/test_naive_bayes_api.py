@@ -18,9 +18,9 @@ from ldp_aggregator.storage.tables import models
 from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.codec import Privatizer
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.datasets import load_car
 from ldp_shared.rand import seeded_rng
 from ldp_shared.wire import CategoricalNBExport, NaiveBayesModel, NaiveBayesPredictions
+from ldp_simulation.datasets import load_car
 
 from .conftest import ADMIN, ANALYST, TestClient, report_dicts
 

@@ -15,11 +15,11 @@ from sqlalchemy import inspect
 from ldp_aggregator.app import create_app
 from ldp_aggregator.settings import Settings
 from ldp_shared.analyses.itemsets import BitChannel, PackedBits, mine_frequent_itemsets
-from ldp_shared.baskets import QuestParameters, basket_lists, item_names, quest_baskets
 from ldp_shared.codec import Privatizer
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.itemset_wire import ItemsetJob
 from ldp_shared.rand import seeded_rng
+from ldp_simulation.baskets import QuestParameters, basket_lists, item_names, quest_baskets
 
 from .conftest import ADMIN, ADMIN_TOKEN, ANALYST, ANALYST_TOKEN, report_dicts
 from .test_postgres import BASE_URL, pg, pg_url  # noqa: F401  (fixtures)

@@ -7,9 +7,9 @@ import pytest
 
 from ldp_client import InvalidQueryError, InvalidRecordError
 from ldp_client.naive_bayes import model_path, predict_naive_bayes_call
-from ldp_shared.datasets import load_car
 from ldp_shared.errors import ModelNotFoundError
 from ldp_shared.schema import CollectionSpec
+from ldp_simulation.datasets import load_car
 
 from .conftest import MakeClient
 from .fake_aggregator import ANALYST, FakeAggregator

@@ -4,17 +4,17 @@
   catalogue: every released support within its Bonferroni bound (α = 0.001 over all
   released itemsets) of the exact support, the table accepted by mlxtend's
   ``association_rules``.
-* The itemset demo against a real ``ldpcollect serve`` over loopback HTTP (sync SDK).
+
+The itemset demo against a real ``ldpcollect serve`` is tested with the demo
+(tests/simulation/test_itemsets_demo.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import secrets
 import warnings
 from pathlib import Path
 from statistics import NormalDist
-from typing import Any
 
 import httpx
 import numpy as np
@@ -23,8 +23,6 @@ import pytest
 from mlxtend.frequent_patterns import association_rules
 
 from ldp_aggregator.app import create_app
-from ldp_aggregator.demo import running_aggregator
-from ldp_aggregator.demo_itemsets import DATA_SEED, ItemsetDemoOptions, simulate_itemsets
 from ldp_aggregator.settings import Settings
 from ldp_client import AsyncLDPClient, InvalidRecordError
 from ldp_shared.analyses.itemsets import (
@@ -33,16 +31,15 @@ from ldp_shared.analyses.itemsets import (
     estimate_itemsets,
     mine_frequent_itemsets,
 )
-from ldp_shared.baskets import QuestParameters, basket_lists, item_names, quest_baskets
 from ldp_shared.itemset_wire import ItemsetResult
 from ldp_shared.rand import seeded_rng
+from ldp_simulation.baskets import QuestParameters, basket_lists, item_names, quest_baskets
 
 pytestmark = pytest.mark.e2e
 
 ADMIN = "admin-token-for-itemset-tests"
 ANALYST = "analyst-token-for-itemset-tests"
 ALPHA = 0.001
-Z_LIMIT = 4.5
 ITEMS = 2000
 
 
@@ -119,33 +116,3 @@ def test_sdk_http_aggregator_on_a_2000_item_catalogue(tmp_path: Path) -> None:
     assert result.rules_total == len(result.rules)
     ours = {(frozenset(r.antecedent), frozenset(r.consequent)) for r in result.rules}
     assert ours == set(zip(rules["antecedents"], rules["consequents"], strict=True))
-
-
-def test_itemset_demo_over_real_http(tmp_path: Path) -> None:
-    admin, analyst = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-    options = ItemsetDemoOptions(baskets=12_000, seed=5, top=500)  # every released itemset
-    with running_aggregator(f"sqlite:///{tmp_path / 'demo.db'}", admin, analyst) as url:
-        block, text = simulate_itemsets(url, admin, analyst, options)
-    assert block["p"] == 0.9 and block["min_support"] == 0.05
-    assert block["n_baskets"] == 12_000
-    by_length: dict[str, Any] = block["by_length"]
-    assert {"1", "2", "3"} <= set(by_length)
-    for metrics in by_length.values():
-        assert {"rho", "sigma_plus", "sigma_minus"} <= set(metrics)
-    assert by_length["1"]["rho"] < 5.0
-    assert 0 < len(block["top"]) <= options.top
-    for row in block["top"]:
-        assert len(row["items"]) >= 2
-        assert abs(row["support"] - row["true_support"]) <= Z_LIMIT * row["stderr"]
-    assert "ρ %" in text and "top itemsets" in text and "MASK keep probability" in text
-    # the "true" columns are exact supports in the generated baskets, for every itemset
-    names = item_names(options.items)
-    truth = [set(b) for b in basket_lists(quest_baskets(options.quest, DATA_SEED), names)]
-    for row in block["top"]:
-        exact = sum(set(row["items"]) <= basket for basket in truth) / len(truth)
-        assert row["true_support"] == pytest.approx(exact)
-    for rule in block["rules"]:
-        both = set(rule["antecedent"]) | set(rule["consequent"])
-        base = sum(set(rule["antecedent"]) <= basket for basket in truth)
-        joint = sum(both <= basket for basket in truth)
-        assert rule["true_confidence"] == pytest.approx(joint / base)

@@ -19,8 +19,8 @@ from ldp_aggregator.app import create_app
 from ldp_aggregator.settings import Settings
 from ldp_client import AsyncLDPClient
 from ldp_shared.analyses import naive_bayes as nb
-from ldp_shared.datasets import load_car
 from ldp_shared.rand import seeded_rng
+from ldp_simulation.datasets import load_car
 
 pytestmark = pytest.mark.e2e
 

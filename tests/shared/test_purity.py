@@ -21,7 +21,6 @@ MODULES = [
     "ldp_shared",
     "ldp_shared.codec",
     "ldp_shared.collection",
-    "ldp_shared.datasets",
     "ldp_shared.errors",
     "ldp_shared.kernel",
     "ldp_shared.mechanisms",

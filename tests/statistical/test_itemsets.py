@@ -33,9 +33,9 @@ from ldp_shared.analyses.itemsets import (
     evaluate,
     mine_frequent_itemsets,
 )
-from ldp_shared.baskets import QuestParameters, quest_baskets, unpack_baskets
 from ldp_shared.mechanisms import Mask
 from ldp_shared.rand import seeded_rng
+from ldp_simulation.baskets import QuestParameters, quest_baskets, unpack_baskets
 
 from ._stats import ALPHA, assert_z_power, binomial_pvalue, wrong_epsilons, z_critical
 

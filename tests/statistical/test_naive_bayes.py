@@ -38,10 +38,10 @@ from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.analyses.joint import feature_marginal, label_estimate
 from ldp_shared.codec import Privatizer, decode_reports, encode_columns, records_to_columns
 from ldp_shared.collection import CollectionConfig, build_config
-from ldp_shared.datasets import load_car
 from ldp_shared.kernel import frequency_variance
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
+from ldp_simulation.datasets import load_car
 
 from ._stats import (
     ALPHA,

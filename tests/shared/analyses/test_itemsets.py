@@ -38,11 +38,11 @@ from ldp_shared.analyses.itemsets import (
 from ldp_shared.analyses.itemsets import (
     association_rules as our_rules,
 )
-from ldp_shared.baskets import QuestParameters, quest_baskets, unpack_baskets
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
 from ldp_shared.kernel import frequency_variance
 from ldp_shared.mechanisms import Mask
 from ldp_shared.rand import seeded_rng
+from ldp_simulation.baskets import QuestParameters, quest_baskets, unpack_baskets
 
 EXACT = BitChannel.exact()
 

@@ -24,12 +24,12 @@ from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.analyses.joint import label_estimate, label_weights
 from ldp_shared.codec import Privatizer, decode_reports, encode_columns, records_to_columns
 from ldp_shared.collection import CollectionConfig, build_config
-from ldp_shared.datasets import load_car
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError, InvalidRecordError
 from ldp_shared.kernel import unary_epsilon
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import FrequencyResult, NaiveBayesTrainRequest
+from ldp_simulation.datasets import load_car
 
 CAR = load_car()
 FEATURES = [name for name in CAR.domains if name != "class"]

@@ -1,4 +1,4 @@
-"""Synthetic Quest-style baskets, packing and FIMI files (ldp_shared.baskets)."""
+"""Synthetic Quest-style baskets, packing and FIMI files (ldp_simulation.baskets)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ldp_shared.baskets import (
+from ldp_shared.errors import ConfigurationError, InvalidRecordError
+from ldp_simulation.baskets import (
     QUEST_BLOCK,
     QuestParameters,
     basket_lists,
@@ -19,7 +20,6 @@ from ldp_shared.baskets import (
     read_fimi,
     unpack_baskets,
 )
-from ldp_shared.errors import ConfigurationError, InvalidRecordError
 
 
 def test_quest_is_a_function_of_the_seed() -> None:

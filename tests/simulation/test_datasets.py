@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ldp_shared.datasets import CAR_DOMAINS, load_car
+from ldp_simulation.datasets import CAR_DOMAINS, load_car
 
 
 def test_car_records_fit_their_domains() -> None:

@@ -14,19 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ldp_client import LDPClient
 from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.collection import build_config
-from ldp_shared.datasets import load_car
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
-
-if TYPE_CHECKING:
-    from ldp_aggregator.demo import DemoOptions
+from ldp_simulation.datasets import load_car
+from ldp_simulation.fleet import DemoOptions, deal_records, ensure_collection, replicate
 
 NB_COLLECTION = "car-demo-nb"
 LABEL = "class"
@@ -107,8 +105,6 @@ def simulate_naive_bayes(
     progress: Callable[[int, int], None] | None = None,
 ) -> NaiveBayesDemo:
     """Report the training split through the SDK, train over HTTP, score the held-out split."""
-    from ldp_aggregator.demo import deal_records, ensure_collection, replicate
-
     car = load_car()
     train, test = nb.holdout_split(car.records)
     records = replicate(train, options.clients)

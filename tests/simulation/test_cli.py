@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from ldp_aggregator.cli import main
+from ldp_simulation.cli import main
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +46,7 @@ def test_errors_are_one_line(
 @pytest.mark.parametrize("epsilon", ["0", "-1", "inf", "nan", "x"])
 def test_demo_refuses_a_bad_epsilon(epsilon: str) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "ldp_aggregator.cli", "demo", "--epsilon", epsilon],
+        [sys.executable, "-m", "ldp_simulation.cli", "demo", "--epsilon", epsilon],
         capture_output=True,
         text=True,
         timeout=60,

@@ -9,8 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from ldp_aggregator.demo import DemoOptions, run_demo
-from ldp_shared.datasets import load_car
+from ldp_simulation.datasets import load_car
+from ldp_simulation.demo import run_demo
+from ldp_simulation.fleet import DemoOptions
 
 pytestmark = pytest.mark.e2e
 
@@ -23,7 +24,7 @@ def test_demo_json_has_the_documented_shape_and_honest_intervals() -> None:
         [
             sys.executable,
             "-m",
-            "ldp_aggregator.cli",
+            "ldp_simulation.cli",
             "demo",
             "--json",
             "--clients",

@@ -4,7 +4,7 @@ Against a running aggregator: create a MASK collection, let one simulated client
 basket privatize and upload its basket through the SDK over HTTP, mine the frequent
 itemsets and rules (the aggregator's job), and compare with Apriori on the true
 baskets, which only the demo knows. The baskets are generated, not shipped: a seeded
-Quest-style data set (:mod:`ldp_shared.baskets`; Agrawal and Srikant, VLDB 1994), so
+Quest-style data set (:mod:`ldp_simulation.baskets`; Agrawal and Srikant, VLDB 1994), so
 no licence question arises.
 
 :func:`simulate_itemsets` returns the JSON block of ``demo --json``
@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldp_aggregator.demo import ensure_collection
 from ldp_client import LDPClient
 from ldp_shared.analyses.itemsets import (
     BitChannel,
@@ -34,10 +33,11 @@ from ldp_shared.analyses.itemsets import (
     evaluate_supports,
     mine_frequent_itemsets,
 )
-from ldp_shared.baskets import QuestParameters, basket_lists, item_names, quest_baskets
 from ldp_shared.itemset_wire import ItemsetResult
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
+from ldp_simulation.baskets import QuestParameters, basket_lists, item_names, quest_baskets
+from ldp_simulation.fleet import ensure_collection
 
 ITEMSET_COLLECTION = "baskets-demo"
 DATA_SEED = 2024

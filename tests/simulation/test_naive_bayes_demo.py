@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from ldp_aggregator.demo import DemoOptions, format_table, run_demo
-from ldp_aggregator.demo_naive_bayes import NB_COLLECTION
+from ldp_simulation.demo import format_table, run_demo
+from ldp_simulation.demo_naive_bayes import NB_COLLECTION
+from ldp_simulation.fleet import DemoOptions
 
 pytestmark = pytest.mark.e2e
 

@@ -1,0 +1,155 @@
+"""The ``ldpcollect`` command: ``serve``, ``migrate``, ``demo`` and ``simulate``.
+
+Why the command lives here: ``demo`` and ``simulate`` drive real clients against real
+aggregators, so they need both ``ldp_client`` and ``ldp_aggregator``, while neither of
+those may import this package. The one place that can offer all four sub-commands is
+therefore the package on top. The aggregator keeps its own part of the command line in
+:mod:`ldp_aggregator.cli` (the ``serve`` and ``migrate`` sub-commands, how they run, and
+the one-line error reporting); this module adds ``demo`` and ``simulate`` beside them
+and hands ``serve`` and ``migrate`` back to that module. The ``ldpcollect`` console
+script points at :func:`main`; ``python -m ldp_aggregator.cli serve`` still runs a
+server without this package.
+
+Errors are one readable line on stderr and a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from ldp_aggregator.cli import (
+    DESCRIPTION,
+    PROG,
+    SERVER_COMMANDS,
+    add_server_commands,
+    run_reporting_errors,
+    run_server_command,
+)
+from ldp_shared.errors import AuthenticationError
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def _confidence(text: str) -> float:
+    value = _positive_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole ``ldpcollect`` command line."""
+    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_server_commands(commands)
+
+    demo = commands.add_parser("demo", help="simulate 100,000 clients against a real aggregator")
+    simulate = commands.add_parser(
+        "simulate", help="simulate a fleet of clients against running aggregators"
+    )
+    simulate.add_argument(
+        "--url",
+        action="append",
+        required=True,
+        help="an aggregator's base URL; repeat to deal batches to several replicas",
+    )
+    simulate.add_argument("--admin-token", default=os.environ.get("LDPCOLLECT_ADMIN_TOKEN"))
+    simulate.add_argument("--analyst-token", default=os.environ.get("LDPCOLLECT_ANALYST_TOKEN"))
+    for sub in (demo, simulate):
+        sub.add_argument(
+            "--epsilon", type=_positive_float, default=4.0, help="ε per record (default 4)"
+        )
+        sub.add_argument(
+            "--clients", type=_positive_int, default=100_000, help="at least this many clients"
+        )
+        sub.add_argument("--mechanism", choices=["oue", "sue", "grr"], default="oue")
+        sub.add_argument("--confidence", type=_confidence, default=0.95)
+        sub.add_argument(
+            "--budget",
+            choices=["sample", "split"],
+            default="sample",
+            help="how the naive Bayes collection spends ε: one random feature per record"
+            " with all of it (sample, the default) or ε/m on each of m features (split)",
+        )
+        sub.add_argument(
+            "--seed", type=int, default=None, help="seed the clients' noise (simulation only)"
+        )
+        sub.add_argument(
+            "--json", action="store_true", help="print one JSON object instead of tables"
+        )
+    return parser
+
+
+def _progress_bar(sent: int, total: int) -> None:
+    width = 30
+    filled = int(width * sent / total)
+    bar = "#" * filled + "-" * (width - filled)
+    end = "\n" if sent >= total else ""
+    print(f"\rclients reporting [{bar}] {sent:,}/{total:,}", end=end, file=sys.stderr, flush=True)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from ldp_simulation.demo import format_table, run_demo, simulate
+    from ldp_simulation.fleet import DemoOptions
+
+    options = DemoOptions(
+        epsilon=args.epsilon,
+        clients=args.clients,
+        mechanism=args.mechanism,
+        confidence=args.confidence,
+        seed=args.seed,
+        budget=args.budget,
+    )
+    show_progress = not args.json or sys.stderr.isatty()
+    progress = _progress_bar if show_progress else None
+    if args.command == "simulate":
+        if not args.admin_token or not args.analyst_token:
+            raise AuthenticationError(
+                "simulate needs --admin-token and --analyst-token "
+                "(or LDPCOLLECT_ADMIN_TOKEN and LDPCOLLECT_ANALYST_TOKEN)"
+            )
+        result = simulate(args.url, args.admin_token, args.analyst_token, options, progress)
+    else:
+        result = run_demo(options, progress)
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        print(format_table(result))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command in SERVER_COMMANDS:
+        return run_server_command(args)
+    return _demo(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``ldpcollect``: parse the command line, run the sub-command, return the exit status."""
+    return run_reporting_errors(_run, build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""What every part of the demo shares: its options, a real aggregator, a fleet of clients.
+
+* :func:`running_aggregator` starts the aggregator's own command line
+  (``python -m ldp_aggregator.cli serve``) in a subprocess on a free loopback port and
+  stops it when the block ends; the server process never loads this package.
+* :func:`deal_records` plays one simulated client per record: the SDK privatizes each
+  record on the "device" and uploads the reports over HTTP, batch by batch, dealing the
+  batches to one or more aggregators in turn as a load balancer would.
+* :func:`ensure_collection` and :func:`replicate` prepare a collection and its records.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import numpy as np
+
+from ldp_client import LDPClient
+from ldp_shared.errors import ConflictError, TransportError
+from ldp_shared.schema import CollectionSpec
+
+SERVER_START_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """The options of ``ldpcollect demo`` and ``ldpcollect simulate``."""
+
+    epsilon: float = 4.0
+    clients: int = 100_000
+    mechanism: str = "oue"
+    confidence: float = 0.95
+    seed: int | None = None
+    batch_size: int = 1000
+    budget: str = "sample"  # the naive Bayes collection's budget mode: "split" or "sample"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def running_aggregator(database_url: str, admin_token: str, analyst_token: str) -> Iterator[str]:
+    """Run ``ldpcollect serve`` in a subprocess until the block ends; yields its base URL."""
+    port = free_port()
+    env = dict(os.environ)
+    env["LDPCOLLECT_DATABASE_URL"] = database_url
+    env["LDPCOLLECT_ADMIN_TOKEN"] = admin_token
+    env["LDPCOLLECT_ANALYST_TOKEN"] = analyst_token
+    command = [
+        sys.executable,
+        "-m",
+        "ldp_aggregator.cli",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(base_url, process)
+        yield base_url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_ready(base_url: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
+            last = stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
+            raise TransportError(f"the aggregator exited during start-up: {last}")
+        try:
+            if httpx.get(f"{base_url}/readyz", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise TransportError(
+        f"the aggregator at {base_url} was not ready after {SERVER_START_TIMEOUT}s"
+    )
+
+
+def replicate(records: list[dict[str, str]], clients: int) -> list[dict[str, str]]:
+    """Whole copies of the data set, enough for at least ``clients`` clients."""
+    return records * max(1, math.ceil(clients / len(records)))
+
+
+def ensure_collection(admin: LDPClient, spec: CollectionSpec) -> None:
+    """Create the collection, or accept an existing one with exactly this spec."""
+    try:
+        admin.create_collection(spec)
+    except ConflictError:
+        existing = admin.get_config(spec.name)
+        if existing.spec != spec:
+            raise ConflictError(
+                f"collection {spec.name!r} exists with another configuration"
+            ) from None
+
+
+def deal_records(
+    base_urls: Sequence[str],
+    collection: str,
+    records: Sequence[dict[str, Any]],
+    rng: np.random.Generator | None,
+    batch_size: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
+    """Upload one client's report per record, dealing the batches to the aggregators in turn."""
+    total = len(records)
+    sent = 0
+
+    def on_batch(count: int) -> None:
+        nonlocal sent
+        sent += count
+        if progress is not None:
+            progress(sent, total)
+
+    clients = [LDPClient(url, rng=rng) for url in base_urls]
+    try:
+        for turn, start in enumerate(range(0, total, batch_size)):
+            clients[turn % len(clients)].submit(
+                collection,
+                records[start : start + batch_size],
+                batch_size=batch_size,
+                progress=on_batch,
+            )
+    finally:
+        for client in clients:
+            client.close()
