@@ -25,7 +25,8 @@ from .conftest import ADMIN, ADMIN_TOKEN, ANALYST, ANALYST_TOKEN, report_dicts
 from .test_postgres import BASE_URL, pg, pg_url  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.skipif(
-    not BASE_URL, reason="set LDPCOLLECT_TEST_POSTGRES_URL to run the PostgreSQL tests"
+    not BASE_URL,
+    reason="no PostgreSQL server answers (set LDPCOLLECT_TEST_POSTGRES_URL to run these tests)",
 )
 
 NAMES = item_names(20)
