@@ -71,7 +71,9 @@ def frequency_result(
 
     Raises :class:`InvalidQueryError` for an unknown attribute, a confidence outside
     (0, 1) or an unknown post-processing, and :class:`InsufficientReportsError` below
-    the collection's ``release.min_reports``.
+    the collection's ``release.min_reports``: of all reports, and under the ``sample``
+    budget also of the ``n_j`` reports that carried the attribute (the label's estimate
+    rests on every report).
     """
     index, known = check_frequency_query(config, attribute, confidence, method)
     minimum = config.spec.release.min_reports
@@ -93,6 +95,12 @@ def frequency_result(
         name, mechanism, values = attr.name, attr.mechanism, attr.values
         if attr.sample_index is not None:
             carried = attribute_reports(attr, n, stats.sums)
+            if carried < minimum:
+                raise InsufficientReportsError(
+                    f"attribute {attr.name!r} of collection {config.name!r} was carried by"
+                    f" {carried} of its {n} reports (budget 'sample'); its release policy"
+                    f" needs at least {minimum}"
+                )
         if attr.is_feature:
             estimate = feature_marginal(attr, n, stats.sums, confidence)
         else:

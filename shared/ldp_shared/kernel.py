@@ -1,7 +1,7 @@
 """The debiased-bit kernel shared by every bitwise randomized-response mechanism.
 
 A true bit ``x`` is reported as ``y`` with ``P(y=1|x=1) = p`` and ``P(y=1|x=0) = q``,
-``p > q``. The debiased bit ``z = (y - q) / (p - q)`` has ``E[z] = x`` (DESIGN.md §3),
+``p > q``. The debiased bit ``z = (y - q) / (p - q)`` has ``E[z] = x``,
 so over ``n`` reports with ``S`` ones the frequency estimate is
 
     f̂ = (S/n - q) / (p - q)
@@ -46,7 +46,7 @@ def bit_epsilon(p: float, q: float) -> float:
     """Exact ε of a single bit reported with ``P(1|1)=p``, ``P(1|0)=q``.
 
     ``max(ln(p/q), ln((1-q)/(1-p)))``: the worst output's likelihood ratio. For MASK
-    (``q = 1-p``) this is ``ln(p/(1-p))``, the per-item ε of DESIGN.md §3.
+    (``q = 1-p``) this is ``ln(p/(1-p))``, the per-item ε (Rizvi and Haritsa, VLDB 2002).
     """
     _check_pq(p, q)
     return max(_log_ratio(p, q), _log_ratio(1.0 - q, 1.0 - p))
@@ -66,7 +66,8 @@ def unary_epsilon(p: float, q: float) -> float:
 def channel_epsilon(channel: FloatArray) -> float:
     """Exact ε of any finite channel ``M[y, x] = P(report y | value x)``.
 
-    ``max_y max_{x,x'} ln(M[y,x]/M[y,x'])`` (DESIGN.md §4); infinite when some output
+    ``max_y max_{x,x'} ln(M[y,x]/M[y,x'])`` (the definition of ε-LDP, e.g. Kairouz,
+    Oh and Viswanath, NeurIPS 2014); infinite when some output
     is possible under one value and impossible under another.
     """
     m = np.asarray(channel, dtype=np.float64)

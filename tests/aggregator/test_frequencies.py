@@ -84,6 +84,31 @@ def test_below_the_release_minimum_nothing_is_released(config: CollectionConfig)
         frequency_result(config, empty, "color")
 
 
+def test_under_sample_the_minimum_applies_to_the_reports_carrying_the_attribute() -> None:
+    spec = CollectionSpec.model_validate(
+        {
+            "name": "sampled",
+            "epsilon": 2.0,
+            "budget": "sample",
+            "release": {"min_reports": 50},
+            "attributes": [
+                {"name": "a", "domain": ["x", "y"]},
+                {"name": "b", "domain": ["x", "y", "z"], "mechanism": "grr"},
+            ],
+        }
+    )
+    config = build_config(spec)
+    a, b = config.attributes
+    sums = np.zeros(config.stats_length, dtype=np.int64)
+    assert a.count_offset is not None and b.count_offset is not None
+    sums[a.count_offset], sums[b.count_offset] = 51, 49  # 100 reports: 51 carried a
+    sums[a.stats_offset : a.stats_offset + 2] = [30, 21]
+    stats = Stats(n_reports=100, sums=sums)
+    assert frequency_result(config, stats, "a").attribute_reports == 51
+    with pytest.raises(InsufficientReportsError, match="carried by 49 of its 100 reports"):
+        frequency_result(config, stats, "b")
+
+
 @pytest.mark.parametrize(
     ("attribute", "confidence", "method"),
     [

@@ -160,3 +160,11 @@ def test_specs_are_frozen() -> None:
 def test_json_round_trip() -> None:
     s = CollectionSpec.model_validate(spec(attributes=[attr(), mask_attr()], epsilon=0.3))
     assert CollectionSpec.model_validate_json(s.model_dump_json()) == s
+
+
+def test_a_one_valued_attribute_is_refused_in_one_clear_line() -> None:
+    with pytest.raises(ValidationError) as caught:
+        CollectionSpec.model_validate(spec(attributes=[attr(domain=["only"])]))
+    (error,) = caught.value.errors()
+    assert "attribute 'colour' has one value ('only')" in error["msg"]
+    assert "leave it out" in error["msg"]

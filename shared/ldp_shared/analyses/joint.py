@@ -4,7 +4,7 @@ Label collections (Yilmaz, Al-Rubaie and Chang, "Locally Differentially Private 
 Bayes Classification", arXiv:1905.01039, 2019) report feature ``j`` of a record of class
 ``c`` as cell ``x_j·k + c`` of ``d_j·k`` unary-encoded cells. Over the ``n_j`` reports
 carrying feature ``j``, with ``S_vc`` of them having bit ``(v, c)`` set, the debiased
-frequency of a cell is (DESIGN.md §3)
+frequency of a cell is (the debiased-bit kernel, :mod:`ldp_shared.kernel`)
 
     f̂(v, c) = (S_vc/n_j - q) / (p - q),   Var = [f p(1-p) + (1-f) q(1-q)] / (n_j (p-q)²).
 

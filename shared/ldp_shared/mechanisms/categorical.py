@@ -37,7 +37,7 @@ from ldp_shared.mechanisms.base import (
 class CategoricalSpec(AttributeSpec):
     """An attribute whose value is one of a finite ``domain`` (or, for MASK, a set of them)."""
 
-    domain: list[DomainValue] = Field(min_length=2, max_length=MAX_DOMAIN_SIZE)
+    domain: list[DomainValue] = Field(min_length=1, max_length=MAX_DOMAIN_SIZE)
     # Declared here (and always serialised, as null) because the specs published before
     # the mechanism registry carried it on every attribute: their config hashes must not
     # change. Only MASK sets it.
@@ -47,6 +47,11 @@ class CategoricalSpec(AttributeSpec):
 
     @model_validator(mode="after")
     def _check_domain(self) -> CategoricalSpec:
+        if len(self.domain) == 1:
+            raise ValueError(
+                f"attribute {self.name!r} has one value ({self.domain[0]!r}): every report"
+                " would say the same, so it would spend ε and teach nothing; leave it out"
+            )
         if len(set(self.domain)) != len(self.domain):
             seen: set[str] = set()
             dup = next(v for v in self.domain if v in seen or seen.add(v))  # type: ignore[func-returns-value]

@@ -131,14 +131,15 @@ class Mask(BitVectorRandomizer):
         }
 
     def reconstruction_privacy(
-        self, average_support: float, weight: float = 0.5
+        self, average_support: float, weight: float = 1.0
     ) -> dict[str, float]:
         """MASK's privacy measure (Rizvi and Haritsa 2002, §3, eqs. (5)-(7)).
 
         With ``s0`` the average item support: the probability of reconstructing a 1,
         ``R1(p) = s0 p²/(s0 p + (1-s0)(1-p)) + s0 (1-p)²/(s0 (1-p) + (1-s0) p)``,
         of a 0 the same with ``s0`` replaced by ``1-s0``, ``R = a R1 + (1-a) R0`` and the
-        privacy ``P = (1 - R)·100``.
+        privacy ``P = (1 - R)·100``. The weight ``a`` defaults to 1, as in the API: only
+        reconstructing the 1s (the purchases) counts.
         """
         s0 = float(average_support)
         a = float(weight)
