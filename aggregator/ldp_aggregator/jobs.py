@@ -29,7 +29,7 @@ from sqlalchemy import Engine
 from ldp_aggregator.itemsets import mine_collection
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.jobs import JobRow, insert_job, read_job, touch_jobs, update_job
-from ldp_shared.errors import LDPError, NotFoundError, problem_type
+from ldp_shared.errors import JobCancelledError, LDPError, NotFoundError, problem_type
 from ldp_shared.itemset_wire import ItemsetJob, ItemsetQuery, ItemsetResult, JobError
 
 logger = logging.getLogger("ldp_aggregator")
@@ -41,10 +41,6 @@ HEARTBEAT_SECONDS = 2.0
 """Least time between two refreshes of a runner's jobs in the database."""
 
 ITEMSETS = "itemsets"
-
-
-class JobCancelledError(Exception):
-    """Raised inside a job when its runner shuts down."""
 
 
 def _new_job_id() -> str:
@@ -124,16 +120,16 @@ class JobRunner:
                 progress=lambda message: self._heartbeat(job_id, message),
             )
             self._finish(job_id, status="done", result_json=result.model_dump_json())
-        except LDPError as error:
-            self._finish(job_id, status="failed", error_json=_problem(error).model_dump_json())
         except JobCancelledError as error:
             failure = JobError(
-                type=problem_type(LDPError),
-                title="Job cancelled",
-                status=503,
+                type=problem_type(JobCancelledError),
+                title=JobCancelledError.title,
+                status=JobCancelledError.status,
                 detail=f"{error}; start the job again",
             )
             self._finish(job_id, status="failed", error_json=failure.model_dump_json())
+        except LDPError as error:
+            self._finish(job_id, status="failed", error_json=_problem(error).model_dump_json())
         except Exception as error:  # a bug: keep the server up, log it, say so
             logger.error("mining job %s failed", job_id, exc_info=error)
             failure = JobError(

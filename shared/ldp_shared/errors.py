@@ -165,6 +165,22 @@ class PrivacyPolicyError(LDPError):
     status = 403
 
 
+class JobCancelledError(LDPError):
+    """A long-running job (itemset mining) stopped because its aggregator shut down."""
+
+    type_slug = "job-cancelled"
+    title = "Job cancelled"
+    status = 503
+
+
+class CorruptStatisticsError(LDPError):
+    """Stored statistics do not fit their collection's config (should never happen)."""
+
+    type_slug = "corrupt-statistics"
+    title = "Stored statistics are inconsistent"
+    status = 500
+
+
 PROBLEM_TYPE_BASE = "https://ldpcollect.dev/problems/"
 
 ALL_ERRORS: tuple[type[LDPError], ...] = (
@@ -186,6 +202,8 @@ ALL_ERRORS: tuple[type[LDPError], ...] = (
     TransportError,
     ReportRejectedError,
     PrivacyPolicyError,
+    JobCancelledError,
+    CorruptStatisticsError,
 )
 
 

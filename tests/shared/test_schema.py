@@ -166,5 +166,5 @@ def test_a_one_valued_attribute_is_refused_in_one_clear_line() -> None:
     with pytest.raises(ValidationError) as caught:
         CollectionSpec.model_validate(spec(attributes=[attr(domain=["only"])]))
     (error,) = caught.value.errors()
-    assert "attribute 'colour' has one value ('only')" in error["msg"]
+    assert "attribute 'colour': its domain has one value ('only')" in error["msg"]
     assert "leave it out" in error["msg"]

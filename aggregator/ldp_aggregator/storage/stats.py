@@ -15,13 +15,23 @@ from numpy.typing import NDArray
 from sqlalchemy import Connection, select, update
 
 from ldp_aggregator.storage.tables import collection_stats
+from ldp_shared.errors import CorruptStatisticsError
+
+__all__ = [
+    "CorruptStatisticsError",
+    "Stats",
+    "add_to_stats",
+    "decode_floats",
+    "decode_sums",
+    "empty_stats_row",
+    "encode_floats",
+    "encode_sums",
+    "lock_stats",
+    "read_stats",
+]
 
 SUMS_DTYPE = np.dtype("<i8")
 FLOATS_DTYPE = np.dtype("<f8")
-
-
-class CorruptStatisticsError(RuntimeError):
-    """The stored statistics do not fit the collection's config (should never happen)."""
 
 
 @dataclass(frozen=True)

@@ -49,8 +49,9 @@ class CategoricalSpec(AttributeSpec):
     def _check_domain(self) -> CategoricalSpec:
         if len(self.domain) == 1:
             raise ValueError(
-                f"attribute {self.name!r} has one value ({self.domain[0]!r}): every report"
-                " would say the same, so it would spend ε and teach nothing; leave it out"
+                f"attribute {self.name!r}: its domain has one value ({self.domain[0]!r}), so"
+                " every report would say the same: it would spend ε and teach nothing;"
+                " leave it out"
             )
         if len(set(self.domain)) != len(self.domain):
             seen: set[str] = set()
