@@ -10,18 +10,20 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from ldp_aggregator.storage.collections import StoredCollection
-from ldp_aggregator.storage.stats import Stats, read_stats
-from ldp_shared.analyses.joint import (
-    attribute_estimate,
-    attribute_reports,
-    feature_marginal,
-    label_estimate,
+from ldp_aggregator.release import (
+    carried_reports,
+    check_confidence,
+    current_stats,
+    released_attribute,
+    require_reports,
 )
+from ldp_aggregator.storage.collections import StoredCollection
+from ldp_aggregator.storage.stats import Stats
+from ldp_shared.analyses.joint import attribute_estimate, feature_marginal, label_estimate
 from ldp_shared.analyses.postprocess import POSTPROCESS_METHODS, PostProcess, postprocess
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
-from ldp_shared.kernel import FrequencyEstimate, z_value
+from ldp_shared.errors import InvalidQueryError
+from ldp_shared.kernel import FrequencyEstimate
 from ldp_shared.wire import FrequencyResult
 
 
@@ -30,29 +32,22 @@ def check_frequency_query(
 ) -> tuple[int | None, PostProcess]:
     """Validate a query; returns the attribute's position (``None`` for the label) and the
     post-processing method."""
-    names = [a.name for a in config.attributes]
     label = None if config.label is None else config.label.name
-    if attribute not in names and attribute != label:
-        known = names if label is None else [*names, label]
-        raise InvalidQueryError(
-            f"collection {config.name!r} has no attribute {attribute!r}; "
-            f"its attributes are {', '.join(known)}"
-        )
-    z_value(confidence)  # raises InvalidQueryError outside (0, 1)
+    attr = None if attribute == label else released_attribute(config, attribute, "frequencies")
+    check_confidence(confidence)
     if method not in POSTPROCESS_METHODS:
         raise InvalidQueryError(
             f"unknown post-processing {method!r}; choose one of {', '.join(POSTPROCESS_METHODS)}"
         )
     known_method: PostProcess = method
-    if attribute == label:
+    if attr is None:
         return None, known_method
-    index = names.index(attribute)
-    if known_method != "none" and not config.spec_of(config.attributes[index]).is_distribution:
+    if known_method != "none" and not config.spec_of(attr).is_distribution:
         raise InvalidQueryError(
             f"attribute {attribute!r} is a basket (MASK): its item supports need not sum "
             "to 1, so post-processing onto the simplex does not apply; use postprocess=none"
         )
-    return index, known_method
+    return config.attributes.index(attr), known_method
 
 
 def _label_mechanism(config: CollectionConfig) -> str:
@@ -76,13 +71,7 @@ def frequency_result(
     rests on every report).
     """
     index, known = check_frequency_query(config, attribute, confidence, method)
-    minimum = config.spec.release.min_reports
-    n = stats.n_reports
-    if n < minimum:
-        raise InsufficientReportsError(
-            f"collection {config.name!r} has {n} reports; "
-            f"its release policy needs at least {minimum}"
-        )
+    n = require_reports(config, stats)
     carried: int | None = None
     estimate: FrequencyEstimate
     epsilon = config.privacy.attribute(attribute).epsilon
@@ -93,14 +82,7 @@ def frequency_result(
     else:
         attr = config.attributes[index]
         name, mechanism, values = attr.name, attr.mechanism, attr.values
-        if attr.sample_index is not None:
-            carried = attribute_reports(attr, n, stats.sums)
-            if carried < minimum:
-                raise InsufficientReportsError(
-                    f"attribute {attr.name!r} of collection {config.name!r} was carried by"
-                    f" {carried} of its {n} reports (budget 'sample'); its release policy"
-                    f" needs at least {minimum}"
-                )
+        carried = carried_reports(config, attr, stats)
         if attr.is_feature:
             estimate = feature_marginal(attr, n, stats.sums, confidence)
         else:
@@ -134,10 +116,6 @@ def estimate_frequencies(
     method: str = "none",
 ) -> FrequencyResult:
     """Read the collection's statistics and release the frequencies of ``attribute``."""
-    config = collection.config
-    check_frequency_query(config, attribute, confidence, method)
-    with engine.connect() as connection:
-        stats = read_stats(
-            connection, collection.id, config.stats_length, config.float_stats_length
-        )
-    return frequency_result(config, stats, attribute, confidence, method)
+    check_frequency_query(collection.config, attribute, confidence, method)
+    stats = current_stats(engine, collection)
+    return frequency_result(collection.config, stats, attribute, confidence, method)

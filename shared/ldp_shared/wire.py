@@ -99,6 +99,29 @@ class FrequencyResult(_Wire):
     )
 
 
+class MeanResult(_Wire):
+    """The mean of one numeric attribute, as released to an analyst."""
+
+    collection: str
+    attribute: str
+    mechanism: str
+    n_reports: int
+    epsilon: float = Field(description="exact ε spent on this attribute per record")
+    record_epsilon: float = Field(description="exact ε of a whole record")
+    confidence: float
+    lo: float = Field(description="the attribute's lower bound (values below were clipped)")
+    hi: float = Field(description="the attribute's upper bound (values above were clipped)")
+    mean: float = Field(description="unbiased mean of the clipped true values")
+    stderr: float
+    ci_low: float
+    ci_high: float
+    attribute_reports: int | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="budget 'sample': how many of the n_reports carried this attribute",
+    )
+
+
 # ---------------------------------------------------------------- naive Bayes (issue 3)
 #
 # Yilmaz, Al-Rubaie and Chang, "Locally Differentially Private Naive Bayes

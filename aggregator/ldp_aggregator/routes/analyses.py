@@ -1,4 +1,5 @@
-"""Analyses of a collection (analyst): frequency estimation."""
+"""Analyses of a collection (analyst): frequencies of categorical attributes, means of
+numeric ones."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from ldp_aggregator.auth import require_analyst
 from ldp_aggregator.deps import app_state
 from ldp_aggregator.frequencies import estimate_frequencies
+from ldp_aggregator.means import estimate_mean
 from ldp_aggregator.problems import problem_responses
-from ldp_shared.wire import FrequencyResult
+from ldp_shared.wire import FrequencyResult, MeanResult
 
 router = APIRouter(prefix="/v1/collections", tags=["analyses"])
 
@@ -36,3 +38,23 @@ def frequencies(
     state = app_state(request)
     collection = state.collections.get(name)
     return estimate_frequencies(state.engine, collection, attribute, confidence, postprocess)
+
+
+@router.get(
+    "/{name}/means",
+    response_model=MeanResult,
+    dependencies=[Depends(require_analyst)],
+    responses=problem_responses(401, 404, 409),
+)
+def means(
+    name: str,
+    request: Request,
+    attribute: Annotated[str, Query(description="the numeric attribute to estimate")],
+    confidence: Annotated[
+        float, Query(description="confidence level of the interval, in (0, 1)")
+    ] = 0.95,
+) -> MeanResult:
+    """The unbiased mean of a numeric attribute with its standard error and interval, in O(1)."""
+    state = app_state(request)
+    collection = state.collections.get(name)
+    return estimate_mean(state.engine, collection, attribute, confidence)

@@ -61,9 +61,15 @@ def attribute_sums(attribute: AttributeConfig, sums: Sums) -> FloatArray:
 def sampling_variance(f: FloatArray, n_j: int, n: int) -> FloatArray:
     """``f(1-f)/n_j · (n-n_j)/(n-1)``: a uniform sample of ``n_j`` of ``n`` reporters."""
     fc = np.clip(np.asarray(f, dtype=np.float64), 0.0, 1.0)
+    return finite_population_variance(fc * (1.0 - fc), n_j, n)
+
+
+def finite_population_variance(unit: FloatArray, n_j: int, n: int) -> FloatArray:
+    """``σ²/n_j · (n-n_j)/(n-1)``: the variance of a mean over a uniform sample of ``n_j``
+    of ``n`` reporters whose values have variance ``σ² = unit``."""
     if n_j >= n or n <= 1:
-        return np.zeros_like(fc)
-    out: FloatArray = fc * (1.0 - fc) / n_j * (n - n_j) / (n - 1)
+        return np.zeros_like(unit)
+    out: FloatArray = unit / n_j * (n - n_j) / (n - 1)
     return out
 
 
@@ -213,8 +219,10 @@ def attribute_estimate(
     n_j = attribute_reports(attribute, n, sums)
     _require_reports(attribute, n_j)
     stats = attribute_stats(config, attribute, sums, floats)
-    own = config.randomizer(attribute).estimate_stats(stats, n_j, confidence)
+    randomizer = config.randomizer(attribute)
+    own = randomizer.estimate_stats(stats, n_j, confidence)
     if attribute.count_offset is None:  # every report carries it
         return own
-    variance = own.stderr**2 + sampling_variance(own.estimate, n_j, n)
+    unit = randomizer.unit_variance(own.estimate)
+    variance = own.stderr**2 + finite_population_variance(unit, n_j, n)
     return _estimate(n, own.estimate, variance, confidence)

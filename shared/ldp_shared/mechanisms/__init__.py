@@ -1,8 +1,9 @@
 """Local randomizers: one module per mechanism, each registered by name.
 
-Importing this package registers the built-in mechanisms (``oue``, ``sue``, ``grr``,
-``mask``); :mod:`ldp_shared.mechanisms.base` defines the interface a module implements and
-:mod:`ldp_shared.mechanisms.registry` maps names to spec classes. ``docs/mechanisms.md``
+Importing this package registers the built-in mechanisms: ``oue``, ``sue``, ``grr`` and
+``mask`` for categorical values and baskets, ``duchi`` for bounded numbers.
+:mod:`ldp_shared.mechanisms.base` defines the interface a module implements and
+:mod:`ldp_shared.mechanisms.registry` maps names to spec classes; ``docs/mechanisms.md``
 lists the steps to add one.
 """
 
@@ -14,6 +15,7 @@ from ldp_shared.mechanisms.base import (
     StatsBlock,
     Unpacked,
 )
+from ldp_shared.mechanisms.duchi import DuchiRandomizer, DuchiSpec
 from ldp_shared.mechanisms.grr import (
     GeneralizedRandomizedResponse,
     GeneralizedRandomizedResponseSpec,
@@ -30,6 +32,8 @@ from ldp_shared.mechanisms.unary import (
 __all__ = [
     "AttributeSpec",
     "Blocks",
+    "DuchiRandomizer",
+    "DuchiSpec",
     "GeneralizedRandomizedResponse",
     "GeneralizedRandomizedResponseSpec",
     "Mask",

@@ -113,6 +113,16 @@ class Randomizer(ABC):
     def estimate_stats(self, stats: Blocks, n: int, confidence: float) -> FrequencyEstimate:
         """Estimates with their standard errors from the statistics of ``n`` answers."""
 
+    def unit_variance(self, estimate: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The variance of one reporter's true value given the estimate (at most), for the
+        sampling term when only some reporters carry the attribute (budget ``sample``).
+
+        Frequencies: the Bernoulli variance ``f(1 − f)``; a numeric mechanism overrides it.
+        """
+        f = np.clip(np.asarray(estimate, dtype=np.float64), 0.0, 1.0)
+        out: NDArray[np.float64] = f * (1.0 - f)
+        return out
+
 
 class AttributeSpec(BaseModel):
     """The parameters every attribute has; each mechanism's spec class adds its own.
@@ -125,7 +135,8 @@ class AttributeSpec(BaseModel):
     * ``is_basket``: its value is a set of items rather than one value;
     * ``joins_label``: it can be reported jointly with a label (value × class cells);
     * ``is_distribution``: its estimates are a distribution over the values (they sum
-      to one, so post-processing onto the simplex applies).
+      to one, so post-processing onto the simplex applies);
+    * ``released_as``: the endpoint that releases it, ``"frequencies"`` or ``"mean"``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -134,6 +145,7 @@ class AttributeSpec(BaseModel):
     is_basket: ClassVar[bool] = False
     joins_label: ClassVar[bool] = False
     is_distribution: ClassVar[bool] = True
+    released_as: ClassVar[str] = "frequencies"
 
     name: AttributeName
     mechanism: str

@@ -1,0 +1,66 @@
+"""Means of numeric attributes from the sufficient statistics alone (O(1), never the reports).
+
+Each numeric mechanism estimates the mean of its attribute's (clipped) values, with the
+standard error of its own variance formula (:meth:`~ldp_shared.mechanisms.base.Randomizer.
+estimate_stats`); under the ``sample`` budget from the ``n_j`` reports that carried the
+attribute, with the sampling variance added (bounded by ``(hi − m)(m − lo)``).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine
+
+from ldp_aggregator.release import (
+    carried_reports,
+    check_confidence,
+    current_stats,
+    released_attribute,
+    require_reports,
+)
+from ldp_aggregator.storage.collections import StoredCollection
+from ldp_aggregator.storage.stats import Stats
+from ldp_shared.analyses.joint import attribute_estimate
+from ldp_shared.collection import CollectionConfig
+from ldp_shared.wire import MeanResult
+
+
+def mean_result(
+    config: CollectionConfig, stats: Stats, attribute: str, confidence: float = 0.95
+) -> MeanResult:
+    """The released mean of numeric ``attribute``.
+
+    :class:`~ldp_shared.errors.InvalidQueryError` for an unknown or non-numeric attribute
+    or a confidence outside (0, 1); :class:`~ldp_shared.errors.InsufficientReportsError`
+    below the release minimum.
+    """
+    attr = released_attribute(config, attribute, "mean")
+    check_confidence(confidence)
+    n = require_reports(config, stats)
+    carried = carried_reports(config, attr, stats)
+    estimate = attribute_estimate(config, attr, n, stats.sums, confidence, stats.floats)
+    spec = config.spec_of(attr)
+    return MeanResult(
+        collection=config.name,
+        attribute=attr.name,
+        mechanism=attr.mechanism,
+        n_reports=n,
+        epsilon=config.privacy.attribute(attr.name).epsilon,
+        record_epsilon=config.epsilon,
+        confidence=confidence,
+        lo=float(getattr(spec, "lo")),  # noqa: B009  (every mean-released spec has bounds)
+        hi=float(getattr(spec, "hi")),  # noqa: B009
+        mean=float(estimate.estimate[0]),
+        stderr=float(estimate.stderr[0]),
+        ci_low=float(estimate.ci_low[0]),
+        ci_high=float(estimate.ci_high[0]),
+        attribute_reports=carried,
+    )
+
+
+def estimate_mean(
+    engine: Engine, collection: StoredCollection, attribute: str, confidence: float = 0.95
+) -> MeanResult:
+    """Read the collection's statistics and release the mean of ``attribute``."""
+    released_attribute(collection.config, attribute, "mean")
+    check_confidence(confidence)
+    return mean_result(collection.config, current_stats(engine, collection), attribute, confidence)

@@ -1,0 +1,84 @@
+"""What every released analysis of one attribute checks first: that the attribute exists,
+that the confidence level is usable, and that enough reports stand behind the estimate.
+
+The release minimum (``release.min_reports``) applies to all reports, and under the
+``sample`` budget also to the ``n_j`` reports that carried the attribute.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine
+
+from ldp_aggregator.storage.collections import StoredCollection
+from ldp_aggregator.storage.stats import Stats, read_stats
+from ldp_shared.analyses.joint import attribute_reports
+from ldp_shared.collection import AttributeConfig, CollectionConfig
+from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
+from ldp_shared.kernel import z_value
+
+
+def unknown_attribute(config: CollectionConfig, attribute: str) -> InvalidQueryError:
+    names = [a.name for a in config.attributes]
+    known = names if config.label is None else [*names, config.label.name]
+    return InvalidQueryError(
+        f"collection {config.name!r} has no attribute {attribute!r}; "
+        f"its attributes are {', '.join(known)}"
+    )
+
+
+def check_confidence(confidence: float) -> None:
+    z_value(confidence)  # raises InvalidQueryError outside (0, 1)
+
+
+def released_attribute(
+    config: CollectionConfig, attribute: str, released_as: str
+) -> AttributeConfig:
+    """The reported attribute ``attribute``, if its mechanism is released as ``released_as``
+    (``"frequencies"`` or ``"mean"``); :class:`InvalidQueryError` otherwise."""
+    for candidate in config.attributes:
+        if candidate.name == attribute:
+            kind = config.spec_of(candidate).released_as
+            if kind != released_as:
+                route = "means" if kind == "mean" else "frequencies"
+                raise InvalidQueryError(
+                    f"attribute {attribute!r} ({candidate.mechanism}) is released as its"
+                    f" {kind}: ask GET /v1/collections/{config.name}/{route}"
+                )
+            return candidate
+    raise unknown_attribute(config, attribute)
+
+
+def require_reports(config: CollectionConfig, stats: Stats) -> int:
+    """``n``, if the collection holds at least its release minimum of reports."""
+    minimum = config.spec.release.min_reports
+    n = stats.n_reports
+    if n < minimum:
+        raise InsufficientReportsError(
+            f"collection {config.name!r} has {n} reports; "
+            f"its release policy needs at least {minimum}"
+        )
+    return n
+
+
+def carried_reports(
+    config: CollectionConfig, attribute: AttributeConfig, stats: Stats
+) -> int | None:
+    """Budget ``sample``: ``n_j``, if at least the release minimum; ``None`` under split."""
+    if attribute.sample_index is None:
+        return None
+    minimum = config.spec.release.min_reports
+    carried = attribute_reports(attribute, stats.n_reports, stats.sums)
+    if carried < minimum:
+        raise InsufficientReportsError(
+            f"attribute {attribute.name!r} of collection {config.name!r} was carried by"
+            f" {carried} of its {stats.n_reports} reports (budget 'sample'); its release"
+            f" policy needs at least {minimum}"
+        )
+    return carried
+
+
+def current_stats(engine: Engine, collection: StoredCollection) -> Stats:
+    """The collection's statistics as they stand."""
+    config = collection.config
+    with engine.connect() as connection:
+        return read_stats(connection, collection.id, config.stats_length, config.float_stats_length)
