@@ -8,6 +8,7 @@ never leak internals on a 500.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Callable, Sequence
 from http import HTTPStatus
 from typing import Any, TypeVar
@@ -18,6 +19,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ldp_shared.errors import (
     AuthenticationError,
@@ -173,14 +175,55 @@ async def _on_database_unavailable(_request: Request, exc: Exception) -> JSONRes
     return error_response(TransportError, "the database is unavailable; retry later")
 
 
-async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-    logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+def _internal_error(method: str, path: str, exc: BaseException) -> JSONResponse:
+    error_id = secrets.token_hex(8)
+    logger.error("unhandled error %s on %s %s", error_id, method, path, exc_info=exc)
     return problem_response(
         500,
         problem_type(LDPError),
         "Internal server error",
-        "the aggregator failed to process the request; the error was logged",
+        f"the aggregator failed to process the request; the error was logged as {error_id}",
     )
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    return _internal_error(request.method, request.url.path, exc)
+
+
+class UnexpectedErrorMiddleware:
+    """Turns an exception no handler took into a 500 problem document, and keeps the
+    connection.
+
+    Starlette hands a catch-all ``Exception`` handler to its outermost middleware, which
+    answers and then re-raises, so the server drops the keep-alive connection without a
+    ``Connection: close`` and the client's next request on it fails. Installed inside the
+    other middlewares, this answers without re-raising; the error is logged with an id
+    that the problem's ``detail`` repeats. An error after the answer has started cannot
+    be answered and is re-raised.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            if started:
+                raise
+            response = _internal_error(scope.get("method", ""), scope.get("path", ""), exc)
+            await response(scope, receive, send)
 
 
 def install_problem_handlers(app: FastAPI) -> None:
@@ -190,6 +233,7 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _on_http_exception)
     app.add_exception_handler(OperationalError, _on_database_unavailable)
     app.add_exception_handler(Exception, _on_unexpected)
+    app.add_middleware(UnexpectedErrorMiddleware)  # innermost: added before the others
 
 
 PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {

@@ -93,10 +93,17 @@ def frequency_variance(f: FloatArray, n: int, p: float, q: float) -> FloatArray:
 
 
 def z_value(confidence: float) -> float:
-    """The two-sided standard normal quantile for a confidence level in (0, 1)."""
+    """The two-sided standard normal quantile for a confidence level in (0, 1).
+
+    ``Φ⁻¹(1/2 + c/2)``; for ``c`` so close to 1 that ``1/2 + c/2`` rounds to 1 (e.g.
+    ``0.9999999999999999``), the same quantile as ``−Φ⁻¹((1 − c)/2)``, which stays finite.
+    """
     if not 0.0 < confidence < 1.0 or not math.isfinite(confidence):
         raise InvalidQueryError(f"confidence must lie in (0, 1), got {confidence!r}")
-    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    upper = 0.5 + confidence / 2.0
+    if upper < 1.0:
+        return NormalDist().inv_cdf(upper)
+    return -NormalDist().inv_cdf((1.0 - confidence) / 2.0)
 
 
 @dataclass(frozen=True)

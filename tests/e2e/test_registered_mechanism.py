@@ -11,21 +11,15 @@ through :mod:`ldp_shared.mechanisms.registry`.
 from __future__ import annotations
 
 import math
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import httpx
 import numpy as np
 import pytest
-import uvicorn
 from numpy.typing import NDArray
 
-from ldp_aggregator.app import create_app
-from ldp_aggregator.settings import Settings
 from ldp_client import LDPClient
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.kernel import FrequencyEstimate, frequency_variance, z_value
@@ -35,11 +29,11 @@ from ldp_shared.mechanisms.grr import grr_probabilities
 from ldp_shared.mechanisms.registry import mechanism_names, register, unregister
 from ldp_shared.rand import resolve_rng, seeded_rng
 
+from .conftest import ADMIN, ANALYST
+
 pytestmark = pytest.mark.e2e
 
 NAME = "test-float-rr"
-ADMIN = "admin-token-for-tests"
-ANALYST = "analyst-token-for-tests"
 Z_LIMIT = 4.0  # |f̂ - f| / se over a handful of values: P(any beyond 4 se) < 0.001
 
 
@@ -113,27 +107,6 @@ def registered() -> Iterator[None]:
     register(FloatRRSpec)
     yield
     unregister(NAME)
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[str]:
-    settings = Settings(
-        database_url=f"sqlite:///{tmp_path / 'agg.db'}", admin_token=ADMIN, analyst_token=ANALYST
-    )
-    config = uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=0, log_level="warning", access_log=False
-    )
-    uv = uvicorn.Server(config)
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not uv.started:
-        assert time.monotonic() < deadline, "the aggregator did not start"
-        time.sleep(0.02)
-    port = uv.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}"
-    uv.should_exit = True
-    thread.join(timeout=30)
 
 
 COLOURS = ["red", "green", "blue", "cyan", "white"]

@@ -107,6 +107,16 @@ def test_frequency_variance_formula_and_clipping() -> None:
     assert frequency_variance(f, n, p, q)[0] == frequency_variance(f, n, p, q)[1]
 
 
+def test_z_value_just_below_one_is_finite() -> None:
+    """0.5 + c/2 rounds to 1.0 for c = 1 - 2^-53: the quantile must still be finite
+    (it once raised, which the API turned into a 500)."""
+    c = 0.9999999999999999
+    assert 0.5 + c / 2.0 == 1.0
+    assert z_value(c) == pytest.approx(-NormalDist().inv_cdf((1.0 - c) / 2.0), rel=1e-12)
+    assert 8.0 < z_value(c) < 8.6
+    assert z_value(1.0 - 2**-40) < z_value(c)
+
+
 def test_z_value() -> None:
     assert z_value(0.95) == pytest.approx(1.959963984540054, rel=1e-12)
     assert z_value(0.5) == pytest.approx(NormalDist().inv_cdf(0.75), rel=1e-12)

@@ -1,0 +1,38 @@
+"""Fixtures of the end-to-end tests: a real aggregator (uvicorn) on loopback."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from ldp_aggregator.app import create_app
+from ldp_aggregator.settings import Settings
+
+ADMIN = "admin-token-for-tests"
+ANALYST = "analyst-token-for-tests"
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'agg.db'}", admin_token=ADMIN, analyst_token=ANALYST
+    )
+    config = uvicorn.Config(
+        create_app(settings), host="127.0.0.1", port=0, log_level="warning", access_log=False
+    )
+    uv = uvicorn.Server(config)
+    thread = threading.Thread(target=uv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not uv.started:
+        assert time.monotonic() < deadline, "the aggregator did not start"
+        time.sleep(0.02)
+    port = uv.servers[0].sockets[0].getsockname()[1]
+    yield f"http://127.0.0.1:{port}"
+    uv.should_exit = True
+    thread.join(timeout=30)
