@@ -30,7 +30,16 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    ModelWrapValidatorHandler,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from ldp_shared.identifiers import AttributeName
 from ldp_shared.kernel import FrequencyEstimate
@@ -170,6 +179,18 @@ class AttributeSpec(BaseModel):
         if cls is AttributeSpec and not isinstance(data, AttributeSpec):
             return _parse_registered(data)
         return handler(data)
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        """The base class documents itself as one of the registered spec classes."""
+        if cls is not AttributeSpec:
+            return handler(core_schema)
+        from ldp_shared.mechanisms.registry import registered_classes
+
+        variants = [handler(spec.__pydantic_core_schema__) for spec in registered_classes()]
+        return {"oneOf": variants, "title": "AttributeSpec"}
 
     @model_validator(mode="after")
     def _check_weight(self) -> AttributeSpec:

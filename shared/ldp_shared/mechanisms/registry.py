@@ -51,6 +51,14 @@ def mechanism_names() -> list[str]:
     return sorted(_SPECS)
 
 
+def registered_classes() -> list[type[AttributeSpec]]:
+    """Each registered spec class once, in the order of their first name."""
+    seen: dict[type[AttributeSpec], None] = {}
+    for name in mechanism_names():
+        seen.setdefault(_SPECS[name], None)
+    return list(seen)
+
+
 def spec_class(name: str) -> type[AttributeSpec]:
     """The spec class of mechanism ``name``; ``ValueError`` naming the known ones otherwise."""
     found = _SPECS.get(name)
