@@ -37,12 +37,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ldp_shared.analyses.itemsets.apriori import (
-    ItemsetLevel,
-    _Candidates,
-    _lookup,
-    _subset_masks,
-)
+from ldp_shared.analyses.itemsets.apriori import ItemsetLevel, _Candidates, _lookup, _subset_masks
 from ldp_shared.analyses.itemsets.bits import FloatArray, IntArray, PackedSource
 from ldp_shared.analyses.itemsets.channel import BitChannel
 from ldp_shared.analyses.itemsets.counting import CountingMethod, ProgressCallback, _count_level

@@ -18,12 +18,7 @@ from itertools import combinations
 
 import numpy as np
 
-from ldp_shared.analyses.itemsets.apriori import (
-    ItemsetLevel,
-    _Candidates,
-    _candidates,
-    _lookup,
-)
+from ldp_shared.analyses.itemsets.apriori import ItemsetLevel, _Candidates, _candidates, _lookup
 from ldp_shared.analyses.itemsets.bits import FloatArray, IntArray, PackedSource, column_sums
 from ldp_shared.analyses.itemsets.channel import BitChannel
 from ldp_shared.analyses.itemsets.counting import CountingMethod, ProgressCallback
