@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from types import TracebackType
 from typing import IO, Self
 
@@ -31,6 +31,7 @@ from ldp_aggregator.storage.stats import Stats, read_stats
 from ldp_shared.analyses.itemsets import (
     BitChannel,
     FrequentItemsets,
+    ProgressCallback,
     association_rules,
     column_sums,
     interval,
@@ -59,8 +60,6 @@ READ_CHUNK = 10_000
 
 MAX_RESULT_ITEMSETS = 100_000
 """More frequent itemsets than this fail the job (422): the result would be tens of MB."""
-
-Progress = Callable[[str], None]
 
 
 class ReportSpool:
@@ -224,7 +223,7 @@ def snapshot(
     engine: Engine,
     collection: StoredCollection,
     attribute: AttributeConfig,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
     memory_bytes: int = SPOOL_MEMORY_BYTES,
 ) -> ReportSpool:
     """Copy the attribute's packed bits of every stored report into a new spool."""
@@ -322,7 +321,7 @@ def mine_collection(
     engine: Engine,
     collection: StoredCollection,
     query: ItemsetQuery,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
     memory_bytes: int = SPOOL_MEMORY_BYTES,
 ) -> ItemsetResult:
     """Mine the frequent itemsets and rules of a collection's MASK attribute.

@@ -19,7 +19,6 @@ from ldp_aggregator.storage.collections import StoredCollection, utc_today
 from ldp_aggregator.storage.models import insert_model, list_model_ids, load_model_json
 from ldp_aggregator.storage.stats import read_stats
 from ldp_shared.analyses import naive_bayes as nb
-from ldp_shared.errors import InvalidQueryError
 from ldp_shared.wire import (
     CategoricalNBExport,
     NaiveBayesModel,
@@ -43,16 +42,12 @@ def train_model(
 ) -> NaiveBayesModel:
     """Train from the collection's statistics and store the model; returns it with its id.
 
-    :class:`InvalidQueryError` for a collection without a label,
+    :class:`~ldp_shared.errors.InvalidQueryError` for a collection without a label,
     :class:`~ldp_shared.errors.InsufficientReportsError` below the release minimum (or
     while a feature has no report). Nothing is stored on error.
     """
     config = collection.config
-    if config.label is None:
-        raise InvalidQueryError(
-            f"collection {config.name!r} has no label: naive Bayes needs a collection created"
-            " with one (CollectionSpec.label)"
-        )
+    nb.require_label(config)
     day = today or utc_today()
     with engine.begin() as connection:
         stats = read_stats(

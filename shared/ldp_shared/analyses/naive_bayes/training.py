@@ -1,0 +1,212 @@
+"""Training: smoothing and probabilities, and the model as released (steps 3 and 4).
+
+After Yilmaz, Al-Rubaie and Chang, "Locally Differentially Private Naive Bayes
+Classification" (arXiv:1905.01039, 2019), DESIGN.md §5. The counts of :mod:`.counts`,
+repaired by :func:`~.repair.repair_counts` (``R``), are smoothed with ``α`` the additive
+(Laplace) smoothing,
+
+    Ñ_j(v, c) = R(N̂_j(v, c), σ_j(v, c)) + α,      Ñ(c) = R(N̂(c), σ(c)),
+
+each at least :data:`~.repair.FLOOR`. A noisy cell can then neither dominate a prediction
+by being estimated at exactly 0 nor stay negative. Without noise (``p = 1``, ``q = 0``,
+``σ = 0``) ``R(N, 0) = N`` and the model is exactly scikit-learn's
+``CategoricalNB(alpha=α)`` fit on the true records (tested). The probabilities are
+``P(x_j = v | c) = Ñ_j(v, c) / Σ_v' Ñ_j(v', c)`` and ``P(c) = Ñ(c) / Σ_c' Ñ(c')``.
+
+:func:`fit_collection` trains from a label collection's statistics; :func:`describe`
+gives the released :class:`~ldp_shared.wire.NaiveBayesModel` (counts, standard errors,
+intervals, smoothed counts, probabilities); :func:`build_model` does both.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ldp_shared.analyses.joint import Sums, label_weights
+from ldp_shared.analyses.naive_bayes.counts import (
+    ClassCounts,
+    FeatureCounts,
+    class_counts,
+    feature_counts,
+)
+from ldp_shared.analyses.naive_bayes.repair import FLOOR, repair_counts, smoothing_rule
+from ldp_shared.collection import CollectionConfig
+from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
+from ldp_shared.kernel import FloatArray, z_value
+from ldp_shared.wire import (
+    CountRepair,
+    NaiveBayesFeature,
+    NaiveBayesModel,
+    NaiveBayesSmoothing,
+    NaiveBayesTrainRequest,
+)
+
+
+@dataclass(frozen=True)
+class NaiveBayesFit:
+    """The trained model as arrays (class-major tables)."""
+
+    classes: list[str]
+    features: list[FeatureCounts]
+    classes_counts: ClassCounts
+    alpha: float
+    repair: CountRepair
+    smoothed: list[FloatArray]
+    log_prob: list[FloatArray]
+    smoothed_class_counts: FloatArray
+    class_log_prior: FloatArray
+
+
+def fit(
+    classes: Sequence[str],
+    features: Sequence[FeatureCounts],
+    class_totals: ClassCounts,
+    *,
+    alpha: float = 1.0,
+    repair: CountRepair = "posterior-mean",
+) -> NaiveBayesFit:
+    """Repair, smooth and take logarithms (steps 3 and 4 of the module docstring)."""
+    if not (math.isfinite(alpha) and alpha >= 0.0):
+        raise InvalidQueryError(f"alpha must be a finite number >= 0, got {alpha!r}")
+    smoothed: list[FloatArray] = []
+    log_prob: list[FloatArray] = []
+    for f in features:
+        cat = np.maximum(repair_counts(f.counts, f.stderr, repair) + alpha, FLOOR)
+        smoothed.append(cat)
+        # the same expression as CategoricalNB._update_feature_log_prob
+        log_prob.append(np.log(cat) - np.log(cat.sum(axis=1).reshape(-1, 1)))
+    prior = np.maximum(repair_counts(class_totals.counts, class_totals.stderr, repair), FLOOR)
+    # the same expression as CategoricalNB._update_class_log_prior
+    class_log_prior = np.log(prior) - np.log(prior.sum())
+    return NaiveBayesFit(
+        classes=list(classes),
+        features=list(features),
+        classes_counts=class_totals,
+        alpha=alpha,
+        repair=repair,
+        smoothed=smoothed,
+        log_prob=log_prob,
+        smoothed_class_counts=prior,
+        class_log_prior=class_log_prior,
+    )
+
+
+def fit_collection(
+    config: CollectionConfig,
+    n: int,
+    sums: Sums,
+    *,
+    alpha: float = 1.0,
+    repair: CountRepair = "posterior-mean",
+) -> NaiveBayesFit:
+    """Train from a label collection's statistics (``n`` reports, counters ``sums``).
+
+    :class:`InvalidQueryError` without a label; :class:`InsufficientReportsError` below
+    the collection's ``release.min_reports`` or when a feature has no report yet.
+    """
+    features = feature_counts(config, n, sums)
+    minimum = config.spec.release.min_reports
+    if n < minimum:
+        raise InsufficientReportsError(
+            f"collection {config.name!r} has {n} reports; its release policy needs at least"
+            f" {minimum} before a model is trained"
+        )
+    assert config.label is not None
+    totals = class_counts(features, n, label_weights(config, n, sums))
+    return fit(config.label.domain, features, totals, alpha=alpha, repair=repair)
+
+
+def _rows(matrix: FloatArray) -> list[list[float]]:
+    rows: list[list[float]] = np.asarray(matrix, dtype=np.float64).tolist()
+    return rows
+
+
+def build_model(
+    config: CollectionConfig,
+    n: int,
+    sums: Sums,
+    request: NaiveBayesTrainRequest,
+    *,
+    model_id: str,
+    created_day: str,
+) -> NaiveBayesModel:
+    """Train and describe the model as released (counts, standard errors, smoothing)."""
+    trained = fit_collection(config, n, sums, alpha=request.alpha, repair=request.repair)
+    return describe(
+        config,
+        trained,
+        n,
+        request,
+        model_id=model_id,
+        created_day=created_day,
+        epsilon=config.epsilon,
+    )
+
+
+def describe(
+    config: CollectionConfig,
+    trained: NaiveBayesFit,
+    n: int,
+    request: NaiveBayesTrainRequest,
+    *,
+    model_id: str,
+    created_day: str,
+    epsilon: float,
+) -> NaiveBayesModel:
+    """The released form of a fitted model."""
+    z = z_value(request.confidence)
+    assert config.label is not None
+    features = []
+    for f, smoothed, log_prob in zip(
+        trained.features, trained.smoothed, trained.log_prob, strict=True
+    ):
+        features.append(
+            NaiveBayesFeature(
+                name=f.name,
+                values=f.values,
+                mechanism=f.mechanism,
+                epsilon=f.epsilon,
+                p=f.p,
+                q=f.q,
+                n_reports=f.n_reports,
+                counts=_rows(f.counts),
+                stderr=_rows(f.stderr),
+                ci_low=_rows(f.counts - z * f.stderr),
+                ci_high=_rows(f.counts + z * f.stderr),
+                negative_counts=int(np.sum(f.counts < 0.0)),
+                smoothed_counts=_rows(smoothed),
+                probabilities=_rows(np.exp(log_prob)),
+                log_prob=_rows(log_prob),
+            )
+        )
+    totals = trained.classes_counts
+    return NaiveBayesModel(
+        id=model_id,
+        collection=config.name,
+        config_hash=config.config_hash,
+        created_day=created_day,
+        label=config.label.name,
+        classes=trained.classes,
+        n_reports=n,
+        epsilon=epsilon,
+        budget="sample" if config.spec.budget == "sample" else "split",
+        confidence=request.confidence,
+        class_counts=totals.counts.tolist(),
+        class_counts_stderr=totals.stderr.tolist(),
+        class_counts_ci_low=(totals.counts - z * totals.stderr).tolist(),
+        class_counts_ci_high=(totals.counts + z * totals.stderr).tolist(),
+        class_smoothed_counts=trained.smoothed_class_counts.tolist(),
+        class_prior=np.exp(trained.class_log_prior).tolist(),
+        class_log_prior=trained.class_log_prior.tolist(),
+        features=features,
+        smoothing=NaiveBayesSmoothing(
+            alpha=request.alpha,
+            repair=request.repair,
+            floor=FLOOR,
+            rule=smoothing_rule(request.repair),
+        ),
+    )
