@@ -1,7 +1,7 @@
 """Joint counts of each feature with the class, and the class counts (steps 1 and 2).
 
 After Yilmaz, Al-Rubaie and Chang, "Locally Differentially Private Naive Bayes
-Classification" (arXiv:1905.01039, 2019), DESIGN.md §5. A label collection reports each
+Classification" (arXiv:1905.01039, 2019). A label collection reports each
 feature ``j`` jointly with the class ``c`` (cell ``x_j·k + c``, unary encoding), so its
 statistics hold, per feature, the counters of the ``d_j·k`` joint cells
 (see :mod:`ldp_shared.analyses.joint`). Training never reads a report:

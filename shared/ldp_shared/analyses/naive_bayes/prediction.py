@@ -1,7 +1,7 @@
 """Classifying the analyst's records with a released model (step 5).
 
 After Yilmaz, Al-Rubaie and Chang, "Locally Differentially Private Naive Bayes
-Classification" (arXiv:1905.01039, 2019), DESIGN.md §5. The predicted class is
+Classification" (arXiv:1905.01039, 2019). The predicted class is
 ``argmax_c log P(c) + Σ_j log P(x_j | c)``; class probabilities are the normalised
 exponentials. The sum is taken in the order scikit-learn takes it (features first, then
 the prior), so the exported ``CategoricalNB`` predicts exactly the same classes.

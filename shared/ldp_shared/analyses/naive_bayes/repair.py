@@ -1,7 +1,7 @@
 """Repair of negative counts before smoothing (step 3).
 
 After Yilmaz, Al-Rubaie and Chang, "Locally Differentially Private Naive Bayes
-Classification" (arXiv:1905.01039, 2019), DESIGN.md §5. Raw estimates can be negative,
+Classification" (arXiv:1905.01039, 2019). Raw estimates can be negative,
 and a count whose truth is 0 is estimated as noise around 0. Each count ``N̂`` with
 standard error ``σ`` is repaired to its posterior mean under a flat prior on ``N ≥ 0``
 and normal noise (the truncated-normal mean, no tuning parameter),

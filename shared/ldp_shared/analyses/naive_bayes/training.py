@@ -1,7 +1,7 @@
 """Training: smoothing and probabilities, and the model as released (steps 3 and 4).
 
 After Yilmaz, Al-Rubaie and Chang, "Locally Differentially Private Naive Bayes
-Classification" (arXiv:1905.01039, 2019), DESIGN.md §5. The counts of :mod:`.counts`,
+Classification" (arXiv:1905.01039, 2019). The counts of :mod:`.counts`,
 repaired by :func:`~.repair.repair_counts` (``R``), are smoothed with ``α`` the additive
 (Laplace) smoothing,
 
