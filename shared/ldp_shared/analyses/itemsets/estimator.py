@@ -1,7 +1,7 @@
 """Unbiased supports of itemsets and their standard errors (MASK's reconstruction).
 
 After S. Rizvi and J. Haritsa, "Maintaining Data Privacy in Association Rule Mining"
-(VLDB 2002), DESIGN.md §3. With the debiased bit ``z = a·y + b`` of
+(VLDB 2002). With the debiased bit ``z = a·y + b`` of
 :class:`~ldp_shared.analyses.itemsets.channel.BitChannel` (``E[z] = x``) and the bits of
 a basket perturbed independently, for an itemset ``C`` of ``k`` items
 
