@@ -64,20 +64,15 @@ def build_itemset_query(
     privacy_weight: float = 1.0,
     wait_seconds: float = DEFAULT_WAIT_SECONDS,
 ) -> ItemsetQuery:
-    """A checked :class:`ItemsetQuery`; :class:`InvalidQueryError` for values out of range."""
+    """A checked :class:`ItemsetQuery`; :class:`InvalidQueryError` for values out of range.
+
+    The parameters are the query's fields, by name and default (a test holds them, and the
+    SDK methods' keyword arguments, to that).
+    """
+    fields = dict(locals())  # the parameters alone, before any other local is bound
     check_mining_query(min_support, max_size, support_reduction, min_confidence, confidence)
     try:
-        query = ItemsetQuery(
-            attribute=attribute,
-            min_support=min_support,
-            max_size=max_size,
-            min_confidence=min_confidence,
-            support_reduction=support_reduction,
-            confidence=confidence,
-            max_rules=max_rules,
-            privacy_weight=privacy_weight,
-            wait_seconds=wait_seconds,
-        )
+        query = ItemsetQuery.model_validate(fields)
     except ValidationError as error:
         raise InvalidQueryError(f"invalid itemset query: {error.errors()[0]['msg']}") from None
     query.check_ranges()
