@@ -1,40 +1,28 @@
 """A real aggregator for the HTTP benchmarks: ``ldpcollect serve`` in a subprocess.
 
-Loopback only: the server binds 127.0.0.1 on a free port, with a temporary SQLite file
-and fresh random tokens, and is stopped (SIGTERM, then SIGKILL) by the benchmark that
-started it.
+Loopback only: the server is the simulation's
+(:func:`ldp_simulation.fleet.aggregator_process`: 127.0.0.1 on a free port, stopped
+when the benchmark that started it is done), with a temporary SQLite file, fresh
+random tokens and its output in a log file.
 """
 
 from __future__ import annotations
 
-import os
 import secrets
-import signal
-import socket
 import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import numpy as np
 
 from ldp_shared.codec import Privatizer
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.schema import AttributeSpec, CollectionSpec
 from ldp_shared.wire import encode_bits, new_report_id
-
-HOST = "127.0.0.1"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
+from ldp_simulation.fleet import aggregator_process
 
 
 @dataclass
@@ -79,76 +67,24 @@ def running_server(log_level: str = "warning") -> Iterator[Server]:
     """Start ``ldpcollect serve`` on a free loopback port; stop it on exit."""
     with tempfile.TemporaryDirectory(prefix="ldp-bench-") as tmp:
         database = Path(tmp) / "bench.db"
-        port = free_port()
+        database_url = f"sqlite:///{database}"
         admin_token, analyst_token = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-        env = {
-            **os.environ,
-            "LDPCOLLECT_ADMIN_TOKEN": admin_token,
-            "LDPCOLLECT_ANALYST_TOKEN": analyst_token,
-        }
-        command = [
-            sys.executable,
-            "-m",
-            "ldp_aggregator.cli",
-            "serve",
-            "--host",
-            HOST,
-            "--port",
-            str(port),
-            "--database-url",
-            f"sqlite:///{database}",
-            "--log-level",
-            log_level,
-        ]
         log_path = Path(tmp) / "server.log"
-        with log_path.open("wb") as log:
-            process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-            server = Server(
-                process=process,
-                base_url=f"http://{HOST}:{port}",
+        with aggregator_process(
+            database_url, admin_token, analyst_token, log_level=log_level, log_path=log_path
+        ) as running:
+            # recorded in the results without this machine's paths
+            command = [f"LDPCOLLECT_DATABASE_URL={database_url}", *running.command]
+            command[1] = Path(command[1]).name
+            yield Server(
+                process=running.process,
+                base_url=running.base_url,
                 admin_token=admin_token,
                 analyst_token=analyst_token,
                 database=database,
-                # recorded in the results without this machine's paths
-                command=[
-                    Path(command[0]).name,
-                    *(a.replace(tmp, "<temporary folder>") for a in command[1:]),
-                ],
+                command=[a.replace(tmp, "<temporary folder>") for a in command],
                 log_path=log_path,
             )
-            try:
-                _wait_ready(server)
-                yield server
-            finally:
-                _stop(process)
-
-
-def _wait_ready(server: Server, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(
-                f"the aggregator exited with {server.process.returncode}:\n"
-                + server.log_path.read_text(errors="replace")[-4000:]
-            )
-        try:
-            if httpx.get(f"{server.base_url}/readyz", timeout=1.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("the aggregator did not become ready within 60 s")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=15)
 
 
 def oue16_spec(name: str, epsilon: float = 4.0, min_reports: int = 100) -> CollectionSpec:

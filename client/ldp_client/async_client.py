@@ -2,9 +2,10 @@
 # from this file. After changing it, run `python scripts/unasync.py`; CI runs --check.
 """The asynchronous SDK client: fetch a collection's config, privatize locally, upload, query.
 
-Request building, answer interpretation, the retry decision and batching live in
-:mod:`ldp_client.protocol`, :mod:`ldp_client.retry` and :mod:`ldp_client.batching`, the
-device's policy and ledger in :mod:`ldp_client.device`; this module only does the I/O.
+This module only does the I/O. Requests and answers are :mod:`ldp_client.protocol`
+(the analyses' calls :mod:`ldp_client.itemsets` and :mod:`ldp_client.naive_bayes`), config
+checks :mod:`ldp_client.configs`, the retry decision :mod:`ldp_client.retry`, batching
+:mod:`ldp_client.batching`, the device's policy and ledger :mod:`ldp_client.device`.
 Privatization and the ledger's short transactions run inline.
 """
 
@@ -19,38 +20,16 @@ from typing import Any, Self, TypeVar
 import httpx
 import numpy as np
 
-from ldp_client import itemsets, naive_bayes
-from ldp_client.batching import (
-    DEFAULT_BATCH_SIZE,
-    BatchPlan,
-    SubmitSummary,
-    check_batch_size,
-    rejection_error,
-    summarize,
-)
+from ldp_client import batching, configs, itemsets, naive_bayes, protocol
+from ldp_client.batching import DEFAULT_BATCH_SIZE, BatchPlan, SubmitSummary
 from ldp_client.device import Device, LedgerArgument
 from ldp_client.ledger import Ledger
 from ldp_client.policy import DevicePolicy
-from ldp_client.protocol import (
-    ApiCall,
-    Outcome,
-    PostProcess,
-    Success,
-    accept_config,
-    accept_created,
-    coerce_spec,
-    create_collection_call,
-    frequencies_call,
-    get_config_call,
-    interpret_exception,
-    interpret_response,
-    list_collections_call,
-    submit_reports_call,
-)
+from ldp_client.protocol import ApiCall, Outcome, PostProcess, Success
 from ldp_client.settings import Settings
 from ldp_shared.codec import Columns, Record
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.errors import PayloadTooLargeError, TransportError
+from ldp_shared.errors import PayloadTooLargeError
 from ldp_shared.itemset_wire import ItemsetJob, ItemsetResult, MaskPrivacy
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import (
@@ -150,9 +129,9 @@ class AsyncLDPClient:
             try:
                 response = await self._http.send(request)
             except httpx.HTTPError as exc:
-                outcome = interpret_exception(call, request, exc)
+                outcome = protocol.interpret_exception(call, request, exc)
             else:
-                outcome = interpret_response(call, request, response)
+                outcome = protocol.interpret_response(call, request, response)
             if isinstance(outcome, Success):
                 return outcome.value
             if not policy.should_retry(outcome.retryable, attempt):
@@ -172,20 +151,21 @@ class AsyncLDPClient:
         """
         cached = self._configs.get(name)
         if cached is None:
-            cached = accept_config(name, await self._call(get_config_call(name)))
+            cached = configs.accept_config(name, await self._call(protocol.get_config_call(name)))
             self._configs[name] = cached
         return cached
 
     async def create_collection(self, spec: CollectionSpec | Mapping[str, Any]) -> CollectionConfig:
         """Create a collection (admin token); returns its verified config."""
-        checked = coerce_spec(spec)
-        config = accept_created(checked, await self._call(create_collection_call(checked)))
+        checked = configs.coerce_spec(spec)
+        created = await self._call(protocol.create_collection_call(checked))
+        config = configs.accept_created(checked, created)
         self._configs[checked.name] = config
         return config
 
     async def list_collections(self) -> list[str]:
         """The names of all collections (analyst token)."""
-        return await self._call(list_collections_call())
+        return await self._call(protocol.list_collections_call())
 
     async def frequencies(
         self,
@@ -196,7 +176,7 @@ class AsyncLDPClient:
         postprocess: PostProcess = "none",
     ) -> FrequencyResult:
         """Frequency estimates of one attribute, with standard errors (analyst token)."""
-        return await self._call(frequencies_call(name, attribute, confidence, postprocess))
+        return await self._call(protocol.frequencies_call(name, attribute, confidence, postprocess))
 
     # ------------------------------------------------------------------ naive Bayes
 
@@ -215,9 +195,7 @@ class AsyncLDPClient:
         standard errors and the smoothing applied. Raises
         :class:`~ldp_shared.errors.InsufficientReportsError` below the release minimum.
         """
-        call = naive_bayes.train_naive_bayes_call(
-            name, alpha=alpha, repair=repair, confidence=confidence
-        )
+        call = naive_bayes.train_naive_bayes_call(name, alpha, repair, confidence)
         return await self._call(call)
 
     async def list_naive_bayes(self, name: str) -> list[str]:
@@ -313,15 +291,10 @@ class AsyncLDPClient:
             confidence=confidence,
             max_rules=max_rules,
             privacy_weight=privacy_weight,
-            # the server holds the request at most this long: keep it well inside the
-            # HTTP timeout, or a timed-out request would be retried as a second job
-            wait_seconds=max(0.0, min(timeout, 5.0, self._settings.timeout / 2)),
+            wait_seconds=itemsets.server_wait(timeout, self._settings.timeout),
         )
         while (result := itemsets.job_result(job)) is None:
-            if time.monotonic() >= deadline:
-                raise TransportError(
-                    f"itemset job {job.id} of {name!r} is still {job.status} after {timeout}s"
-                )
+            itemsets.check_deadline(name, job, deadline, timeout)
             await asyncio.sleep(poll_interval)
             job = await self.itemset_job(name, job.id)
         return result
@@ -372,7 +345,7 @@ class AsyncLDPClient:
         plan = BatchPlan(reports, batch_size)
         while (batch := plan.next_batch()) is not None:
             try:
-                result = await self._call(submit_reports_call(name, batch))
+                result = await self._call(protocol.submit_reports_call(name, batch))
             except PayloadTooLargeError as error:
                 plan.too_large(batch, error)
                 continue
@@ -406,12 +379,7 @@ class AsyncLDPClient:
         and spends their ε again; to resume, use :meth:`privatize_many` once and
         :meth:`submit_reports` as often as needed.
         """
-        check_batch_size(batch_size)
+        batching.check_batch_size(batch_size)
         reports = await self.privatize_many(name, records)
-        summary = summarize(
-            await self.submit_reports(name, reports, batch_size=batch_size, progress=progress)
-        )
-        error = rejection_error(summary)
-        if error is not None:
-            raise error
-        return summary
+        result = await self.submit_reports(name, reports, batch_size=batch_size, progress=progress)
+        return batching.submit_summary(result)

@@ -4,7 +4,8 @@
 the aggregator found too large (HTTP 413), and merges the per-batch results into one
 :class:`~ldp_shared.wire.BatchResult`. :func:`summarize` turns that into the
 :class:`SubmitSummary` that ``submit`` returns, :func:`rejection_error` into the
-:class:`~ldp_shared.errors.ReportRejectedError` it raises when any report was refused.
+:class:`~ldp_shared.errors.ReportRejectedError` it raises when any report was refused;
+:func:`submit_summary` does both.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "SubmitSummary",
     "check_batch_size",
     "rejection_error",
+    "submit_summary",
     "summarize",
 ]
 
@@ -147,3 +149,12 @@ def rejection_error(summary: SubmitSummary) -> ReportRejectedError | None:
         f"accepted {summary.accepted}, duplicate {summary.duplicate}, rejected {summary.rejected}"
     )
     return error
+
+
+def submit_summary(result: BatchResult) -> SubmitSummary:
+    """What ``submit`` returns for ``result``, or the :func:`rejection_error` it raises."""
+    summary = summarize(result)
+    error = rejection_error(summary)
+    if error is not None:
+        raise error
+    return summary

@@ -15,12 +15,18 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from urllib.parse import quote
 
 from pydantic import ValidationError
 
 from ldp_client.protocol import ApiCall, collection_path
-from ldp_shared.errors import InvalidQueryError, NotFoundError, error_class_for_type
+from ldp_shared.errors import (
+    InvalidQueryError,
+    NotFoundError,
+    TransportError,
+    error_class_for_type,
+)
 from ldp_shared.itemset_wire import (
     JOB_ID_PATTERN,
     ItemsetJob,
@@ -32,10 +38,12 @@ from ldp_shared.itemset_wire import (
 
 __all__ = [
     "build_itemset_query",
+    "check_deadline",
     "itemset_job_call",
     "job_result",
     "mask_privacy_call",
     "mine_itemsets_call",
+    "server_wait",
 ]
 
 _JOB_ID = re.compile(JOB_ID_PATTERN)
@@ -56,24 +64,39 @@ def build_itemset_query(
     privacy_weight: float = 1.0,
     wait_seconds: float = DEFAULT_WAIT_SECONDS,
 ) -> ItemsetQuery:
-    """A checked :class:`ItemsetQuery`; :class:`InvalidQueryError` for values out of range."""
+    """A checked :class:`ItemsetQuery`; :class:`InvalidQueryError` for values out of range.
+
+    The parameters are the query's fields, by name and default (a test holds them, and the
+    SDK methods' keyword arguments, to that).
+    """
+    fields = dict(locals())  # the parameters alone, before any other local is bound
     check_mining_query(min_support, max_size, support_reduction, min_confidence, confidence)
     try:
-        query = ItemsetQuery(
-            attribute=attribute,
-            min_support=min_support,
-            max_size=max_size,
-            min_confidence=min_confidence,
-            support_reduction=support_reduction,
-            confidence=confidence,
-            max_rules=max_rules,
-            privacy_weight=privacy_weight,
-            wait_seconds=wait_seconds,
-        )
+        query = ItemsetQuery.model_validate(fields)
     except ValidationError as error:
         raise InvalidQueryError(f"invalid itemset query: {error.errors()[0]['msg']}") from None
     query.check_ranges()
     return query
+
+
+def server_wait(timeout: float, http_timeout: float) -> float:
+    """The ``wait_seconds`` of a job the client waits ``timeout`` seconds for.
+
+    The aggregator holds the request at most this long: it stays well inside the HTTP
+    timeout, or a timed-out request would be retried as a second job.
+    """
+    return max(0.0, min(timeout, DEFAULT_WAIT_SECONDS, http_timeout / 2))
+
+
+def check_deadline(name: str, job: ItemsetJob, deadline: float, timeout: float) -> None:
+    """:class:`TransportError` once the monotonic clock has passed ``deadline``.
+
+    The message names the job, which ``itemset_job`` can keep polling.
+    """
+    if time.monotonic() >= deadline:
+        raise TransportError(
+            f"itemset job {job.id} of {name!r} is still {job.status} after {timeout}s"
+        )
 
 
 def itemsets_path(name: str) -> str:

@@ -64,7 +64,7 @@ def model_path(name: str, model_id: str) -> str:
 
 
 def train_naive_bayes_call(
-    name: str, *, alpha: float, repair: CountRepair, confidence: float
+    name: str, alpha: float, repair: CountRepair, confidence: float
 ) -> ApiCall[NaiveBayesModel]:
     """``POST .../models/naive-bayes`` (analyst): train and store a model.
 

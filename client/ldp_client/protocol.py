@@ -7,7 +7,8 @@
   :class:`Success` or a :class:`Failure` carrying the typed ``ldp_shared.errors``
   exception to raise and whether another attempt may help.
 
-The clients only send the request, sleep and loop (see :mod:`ldp_client.retry`).
+The clients only send the request, sleep and loop (see :mod:`ldp_client.retry`); a
+config that comes back is checked by :mod:`ldp_client.configs`.
 
 Error mapping: an RFC 9457 problem document becomes the class that
 :func:`~ldp_shared.errors.error_class_for_type` names for its ``type``, with the
@@ -28,11 +29,10 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from ldp_client.retry import parse_retry_after
-from ldp_shared.collection import FORMAT_VERSION, CollectionConfig, verify_config
+from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import (
     AuthenticationError,
     CollectionNotFoundError,
-    ConfigurationError,
     ConflictError,
     InvalidQueryError,
     InvalidRequestError,
@@ -54,9 +54,6 @@ __all__ = [
     "Outcome",
     "PostProcess",
     "Success",
-    "accept_config",
-    "accept_created",
-    "coerce_spec",
     "collection_path",
     "create_collection_call",
     "error_from_response",
@@ -156,7 +153,7 @@ def collection_path(name: str) -> str:
 
 
 def get_config_call(name: str) -> ApiCall[CollectionConfig]:
-    """``GET /v1/collections/{name}``: the public config (check it with :func:`accept_config`)."""
+    """``GET /v1/collections/{name}``: the public config (check it with ``accept_config``)."""
     return ApiCall("GET", collection_path(name), CollectionConfig.model_validate_json)
 
 
@@ -235,67 +232,6 @@ def frequencies_call(
         params=params,
         auth=True,
     )
-
-
-# ------------------------------------------------------------------ configs and specs
-
-
-def _validation_message(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors():
-        loc = ".".join(str(part) for part in item["loc"])
-        parts.append(f"{loc}: {item['msg']}" if loc else str(item["msg"]))
-    return "; ".join(parts)
-
-
-def coerce_spec(spec: CollectionSpec | Mapping[str, Any]) -> CollectionSpec:
-    """A validated spec; :class:`ConfigurationError` (before any request) if it is invalid."""
-    if isinstance(spec, CollectionSpec):
-        return spec
-    if not isinstance(spec, Mapping):
-        raise ConfigurationError("a collection spec must be a CollectionSpec or a mapping")
-    try:
-        return CollectionSpec.model_validate(dict(spec))
-    except ValidationError as error:
-        raise ConfigurationError(f"invalid collection spec: {_validation_message(error)}") from None
-
-
-def accept_created(spec: CollectionSpec, config: CollectionConfig) -> CollectionConfig:
-    """Check the config a create answered with: verified, and made from the spec sent."""
-    checked = accept_config(spec.name, config)
-    if checked.spec != spec:
-        raise ConfigurationError(
-            f"collection {spec.name!r}: the aggregator created it from another spec than the"
-            " one sent"
-        )
-    return checked
-
-
-def accept_config(name: str, config: CollectionConfig) -> CollectionConfig:
-    """Check a published config before perturbing anything with it.
-
-    The config must be the one of collection ``name``, of a format this SDK knows, and
-    exactly what its spec implies (:func:`~ldp_shared.collection.verify_config`: p, q,
-    ε, layout and hash are derived here, not taken from the server). Returns the
-    locally rebuilt config; :class:`ConfigurationError` otherwise.
-    """
-    if config.name != name:
-        raise ConfigurationError(
-            f"asked for collection {name!r}, the aggregator sent the config of {config.name!r}"
-        )
-    if config.format_version != FORMAT_VERSION:
-        raise ConfigurationError(
-            f"collection {name!r} uses config format {config.format_version}; this SDK "
-            f"understands format {FORMAT_VERSION} (upgrade ldpcollect)"
-        )
-    try:
-        return verify_config(config)
-    except LDPError:
-        raise
-    except (ValueError, AssertionError) as error:
-        raise ConfigurationError(
-            f"collection {name!r}: the published config cannot be rebuilt: {error}"
-        ) from None
 
 
 # --------------------------------------------------------------------- interpreting

@@ -3,6 +3,8 @@
 * :func:`running_aggregator` starts the aggregator's own command line
   (``python -m ldp_aggregator.cli serve``) in a subprocess on a free loopback port and
   stops it when the block ends; the server process never loads this package.
+  :func:`aggregator_process` does the same and yields the process itself (the benchmarks
+  measure it and keep its log).
 * :func:`deal_records` plays one simulated client per record: the SDK privatizes each
   record on the "device" and uploads the reports over HTTP, batch by batch, dealing the
   batches to one or more aggregators in turn as a load balancer would.
@@ -18,9 +20,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import httpx
 import numpy as np
@@ -53,9 +56,33 @@ def free_port() -> int:
         return port
 
 
+@dataclass(frozen=True)
+class AggregatorProcess:
+    """A running ``ldpcollect serve`` subprocess (see :func:`aggregator_process`)."""
+
+    process: subprocess.Popen[bytes]
+    base_url: str
+    command: list[str]
+    """Its command line; the database URL and the tokens are in its environment."""
+
+
 @contextmanager
-def running_aggregator(database_url: str, admin_token: str, analyst_token: str) -> Iterator[str]:
-    """Run ``ldpcollect serve`` in a subprocess until the block ends; yields its base URL."""
+def aggregator_process(
+    database_url: str,
+    admin_token: str,
+    analyst_token: str,
+    *,
+    log_level: str = "warning",
+    log_path: Path | None = None,
+) -> Iterator[AggregatorProcess]:
+    """Run ``ldpcollect serve`` in a subprocess until the block ends, once it is ready.
+
+    Its output goes to ``log_path`` (stdout and stderr) when one is given; otherwise
+    stdout is dropped and stderr kept to explain a failed start. A server that exits
+    during start-up, or is not ready after :data:`SERVER_START_TIMEOUT` seconds, raises
+    :class:`~ldp_shared.errors.TransportError`. On exit it is terminated (killed after
+    10 s).
+    """
     port = free_port()
     env = dict(os.environ)
     env["LDPCOLLECT_DATABASE_URL"] = database_url
@@ -71,29 +98,51 @@ def running_aggregator(database_url: str, admin_token: str, analyst_token: str) 
         "--port",
         str(port),
         "--log-level",
-        "warning",
+        log_level,
     ]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_ready(base_url, process)
-        yield base_url
-    finally:
-        process.terminate()
+    with ExitStack() as stack:
+        if log_path is None:
+            output: int | IO[bytes] = subprocess.DEVNULL
+            errors: int | IO[bytes] = subprocess.PIPE
+        else:
+            output, errors = stack.enter_context(log_path.open("wb")), subprocess.STDOUT
+        process = subprocess.Popen(command, env=env, stdout=output, stderr=errors)
+        base_url = f"http://127.0.0.1:{port}"
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            _wait_ready(base_url, process, log_path)
+            yield AggregatorProcess(process, base_url, command)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
-def _wait_ready(base_url: str, process: subprocess.Popen[bytes]) -> None:
+@contextmanager
+def running_aggregator(database_url: str, admin_token: str, analyst_token: str) -> Iterator[str]:
+    """Run ``ldpcollect serve`` in a subprocess until the block ends; yields its base URL."""
+    with aggregator_process(database_url, admin_token, analyst_token) as server:
+        yield server.base_url
+
+
+def _startup_output(process: subprocess.Popen[bytes], log_path: Path | None) -> str:
+    if log_path is not None:
+        return log_path.read_text(errors="replace")
+    return process.stderr.read().decode(errors="replace") if process.stderr else ""
+
+
+def _wait_ready(base_url: str, process: subprocess.Popen[bytes], log_path: Path | None) -> None:
     deadline = time.monotonic() + SERVER_START_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
-            last = stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
-            raise TransportError(f"the aggregator exited during start-up: {last}")
+            output = _startup_output(process, log_path)
+            last = output.strip().splitlines()[-1] if output.strip() else "no output"
+            error = TransportError(f"the aggregator exited during start-up: {last}")
+            if log_path is not None:
+                error.add_note(output[-4000:])
+            raise error
         try:
             if httpx.get(f"{base_url}/readyz", timeout=1.0).status_code == 200:
                 return

@@ -8,11 +8,10 @@ import httpx
 import pytest
 
 from ldp_client.batching import BatchPlan, SubmitSummary, rejection_error, summarize
+from ldp_client.configs import accept_config, coerce_spec
 from ldp_client.protocol import (
     Failure,
     Success,
-    accept_config,
-    coerce_spec,
     collection_path,
     create_collection_call,
     frequencies_call,

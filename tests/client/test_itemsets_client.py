@@ -5,6 +5,7 @@ item outside the catalogue never leaves the device."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -200,3 +201,27 @@ def test_the_server_wait_stays_inside_the_http_timeout() -> None:
     with LDPClient(BASE_URL, token="t", transport=transport, timeout=4.0) as client:
         client.mine_itemsets("survey", min_support=0.1, poll_interval=0.0)
     assert json.loads(server.requests[0].content)["wait_seconds"] == 2.0
+
+
+def _keywords(function: Any, *leave_out: str) -> dict[str, tuple[Any, Any]]:
+    parameters = inspect.signature(function).parameters.values()
+    return {
+        p.name: (p.annotation, p.default)
+        for p in parameters
+        if p.kind is p.KEYWORD_ONLY and p.name not in leave_out
+    }
+
+
+@pytest.mark.parametrize("client", [LDPClient, AsyncLDPClient])
+def test_the_mining_signatures_are_the_query_s_fields(client: Any) -> None:
+    """build_itemset_query's parameters are ItemsetQuery's fields (it validates them by
+    name), and the SDK methods spell its keyword arguments with the same types and defaults."""
+    query = _keywords(build_itemset_query)
+    fields = ItemsetQuery.model_fields
+    assert set(query) == set(fields)
+    for name, (_, default) in query.items():
+        field = fields[name]
+        assert default == (inspect.Parameter.empty if field.is_required() else field.default)
+    assert _keywords(client.start_itemsets) == query
+    started = {name: query[name] for name in query if name != "wait_seconds"}
+    assert _keywords(client.mine_itemsets, "timeout", "poll_interval") == started
