@@ -37,6 +37,7 @@ from ldp_shared.wire import (
     CategoricalNBExport,
     CountRepair,
     FrequencyResult,
+    MeanResult,
     NaiveBayesModel,
     NaiveBayesPredictions,
     Report,
@@ -177,6 +178,10 @@ class AsyncLDPClient:
     ) -> FrequencyResult:
         """Frequency estimates of one attribute, with standard errors (analyst token)."""
         return await self._call(protocol.frequencies_call(name, attribute, confidence, postprocess))
+
+    async def means(self, name: str, attribute: str, *, confidence: float = 0.95) -> MeanResult:
+        """The mean of a numeric attribute, with its standard error (analyst token)."""
+        return await self._call(protocol.means_call(name, attribute, confidence))
 
     # ------------------------------------------------------------------ naive Bayes
 

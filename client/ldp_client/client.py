@@ -36,6 +36,7 @@ from ldp_shared.wire import (
     CategoricalNBExport,
     CountRepair,
     FrequencyResult,
+    MeanResult,
     NaiveBayesModel,
     NaiveBayesPredictions,
     Report,
@@ -176,6 +177,10 @@ class LDPClient:
     ) -> FrequencyResult:
         """Frequency estimates of one attribute, with standard errors (analyst token)."""
         return self._call(protocol.frequencies_call(name, attribute, confidence, postprocess))
+
+    def means(self, name: str, attribute: str, *, confidence: float = 0.95) -> MeanResult:
+        """The mean of a numeric attribute, with its standard error (analyst token)."""
+        return self._call(protocol.means_call(name, attribute, confidence))
 
     # ------------------------------------------------------------------ naive Bayes
 

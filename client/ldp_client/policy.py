@@ -108,7 +108,7 @@ def _epsilon_refusal(config: CollectionConfig, limit: float) -> str:
         f"collection {config.name!r} spends ε = {config.epsilon:.4g} per record, over this"
         f" device's limit of {limit:g} (DevicePolicy.max_epsilon_per_record)"
     )
-    baskets = [a for a in config.attributes if a.mechanism == "mask"]
+    baskets = [a for a in config.attributes if config.spec_of(a).is_basket]
     if baskets:
         parts = ", ".join(f"{a.name!r} ε = {a.epsilon:.4g}" for a in baskets)
         message += (

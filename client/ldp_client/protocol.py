@@ -46,7 +46,7 @@ from ldp_shared.errors import (
     problem_type,
 )
 from ldp_shared.schema import COLLECTION_NAME_PATTERN, CollectionSpec
-from ldp_shared.wire import BatchResult, FrequencyResult, Report, ReportBatch
+from ldp_shared.wire import BatchResult, FrequencyResult, MeanResult, Report, ReportBatch
 
 __all__ = [
     "ApiCall",
@@ -62,6 +62,7 @@ __all__ = [
     "interpret_exception",
     "interpret_response",
     "list_collections_call",
+    "means_call",
     "submit_reports_call",
 ]
 
@@ -217,19 +218,34 @@ def submit_reports_call(name: str, reports: Sequence[Report]) -> ApiCall[BatchRe
     )
 
 
+def _estimate_params(attribute: str, confidence: float) -> dict[str, str]:
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        raise InvalidQueryError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    return {"attribute": attribute, "confidence": repr(float(confidence))}
+
+
 def frequencies_call(
     name: str, attribute: str, confidence: float, postprocess: PostProcess
 ) -> ApiCall[FrequencyResult]:
     """``GET /v1/collections/{name}/frequencies`` (analyst)."""
-    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
-        raise InvalidQueryError(f"confidence must be a number in (0, 1), got {confidence!r}")
-    params = {"attribute": attribute, "confidence": repr(float(confidence))}
+    params = _estimate_params(attribute, confidence)
     params["postprocess"] = postprocess
     return ApiCall(
         "GET",
         collection_path(name) + "/frequencies",
         FrequencyResult.model_validate_json,
         params=params,
+        auth=True,
+    )
+
+
+def means_call(name: str, attribute: str, confidence: float) -> ApiCall[MeanResult]:
+    """``GET /v1/collections/{name}/means`` (analyst): the mean of a numeric attribute."""
+    return ApiCall(
+        "GET",
+        collection_path(name) + "/means",
+        MeanResult.model_validate_json,
+        params=_estimate_params(attribute, confidence),
         auth=True,
     )
 
