@@ -69,8 +69,8 @@ class BatchResult(_Wire):
     outcomes: list[ReportOutcome]
 
 
-class FrequencyResult(_Wire):
-    """Frequency estimates of one attribute, as released to an analyst."""
+class _AttributeRelease(_Wire):
+    """What every released estimate of one attribute states first."""
 
     collection: str
     attribute: str
@@ -79,6 +79,11 @@ class FrequencyResult(_Wire):
     epsilon: float = Field(description="exact ε spent on this attribute per record")
     record_epsilon: float = Field(description="exact ε of a whole record")
     confidence: float
+
+
+class FrequencyResult(_AttributeRelease):
+    """Frequency estimates of one attribute, as released to an analyst."""
+
     postprocess: Literal["none", "norm-sub", "simplex"]
     values: list[str]
     estimate: list[float] = Field(description="raw unbiased frequencies (always included)")
@@ -99,16 +104,9 @@ class FrequencyResult(_Wire):
     )
 
 
-class MeanResult(_Wire):
+class MeanResult(_AttributeRelease):
     """The mean of one numeric attribute, as released to an analyst."""
 
-    collection: str
-    attribute: str
-    mechanism: str
-    n_reports: int
-    epsilon: float = Field(description="exact ε spent on this attribute per record")
-    record_epsilon: float = Field(description="exact ε of a whole record")
-    confidence: float
     lo: float = Field(description="the attribute's lower bound (values below were clipped)")
     hi: float = Field(description="the attribute's upper bound (values above were clipped)")
     mean: float = Field(description="unbiased mean of the clipped true values")
