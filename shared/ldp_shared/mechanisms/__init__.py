@@ -14,6 +14,7 @@ from ldp_shared.mechanisms.base import (
     StatsBlock,
     Unpacked,
 )
+from ldp_shared.mechanisms.exponential import ExponentialSpec as ExponentialSpec
 from ldp_shared.mechanisms.grr import (
     GeneralizedRandomizedResponse,
     GeneralizedRandomizedResponseSpec,
