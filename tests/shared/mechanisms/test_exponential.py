@@ -327,3 +327,19 @@ def test_central_mechanism_is_stable_and_checks_its_arguments() -> None:
     ]:
         with pytest.raises(ConfigurationError):
             exponential_probabilities(*args)
+
+
+def test_the_wire_format_example() -> None:
+    """docs/wire-format.md: ordinal over 5 values at ε = 2, true value 3, U = 2·10^15."""
+    m = ExponentialRandomizer(5, 2.0, "ordinal")
+    assert (m.channel.scale, m.exact_epsilon) == (0.5, 1.9999999999999998)
+    assert m.channel.weights[:, 3].tolist() == [
+        716735727805739,
+        1181697439904059,
+        1948289704701708,
+        3212186677627778,
+        1948289704701708,
+    ]
+    words = np.array([(2 * 10**15) << 11], dtype=np.uint64)
+    reported = m.perturb(np.array([3]), _Raw(words))  # type: ignore[arg-type]
+    assert m.pack(reported).tobytes() == b"\x02"
