@@ -1,7 +1,8 @@
 """Local randomizers: one module per mechanism, each registered by name.
 
-Importing this package registers the built-in mechanisms: ``oue``, ``sue``, ``grr`` and
-``mask`` for categorical values and baskets, ``duchi`` for bounded numbers.
+Importing this package registers the built-in mechanisms: ``oue``, ``sue``, ``grr``,
+``exponential`` and ``mask`` for categorical values and baskets, ``duchi`` for bounded
+numbers.
 :mod:`ldp_shared.mechanisms.base` defines the interface a module implements and
 :mod:`ldp_shared.mechanisms.registry` maps names to spec classes; ``docs/mechanisms.md``
 lists the steps to add one.
@@ -16,6 +17,7 @@ from ldp_shared.mechanisms.base import (
     Unpacked,
 )
 from ldp_shared.mechanisms.duchi import DuchiRandomizer, DuchiSpec
+from ldp_shared.mechanisms.exponential import ExponentialRandomizer, ExponentialSpec
 from ldp_shared.mechanisms.grr import (
     GeneralizedRandomizedResponse,
     GeneralizedRandomizedResponseSpec,
@@ -34,6 +36,8 @@ __all__ = [
     "Blocks",
     "DuchiRandomizer",
     "DuchiSpec",
+    "ExponentialRandomizer",
+    "ExponentialSpec",
     "GeneralizedRandomizedResponse",
     "GeneralizedRandomizedResponseSpec",
     "Mask",

@@ -1,0 +1,358 @@
+"""The exponential mechanism (McSherry and Talwar, FOCS 2007) as a local randomizer.
+
+A device holding value ``x`` of a ``d``-valued domain reports ``y`` with probability
+``P(y|x) ∝ exp(λ·u(x, y))`` for a utility ``u`` and a scale ``λ``. Utilities:
+
+* ``"equality"``: ``u(x, y) = [x = y]``. This is generalised randomized response
+  (Kairouz, Oh and Viswanath 2014; Wang et al., USENIX Security 2017 §4.1): ``p =
+  e^λ/(e^λ+d-1)``, ``q = 1/(e^λ+d-1)``, channel ε = ``λ``.
+* ``"ordinal"``: ``u(x, y) = -|x - y|`` on the domain's order (indices).
+* a ``d × d`` matrix: ``utility[i][j] = u(domain[i], domain[j])``, true value first.
+
+**Calibration.** McSherry and Talwar's ``λ = ε/(2Δu)``, ``Δu = max_{y,x,x'} |u(x,y) -
+u(x',y)|`` (``"textbook"``) charges ``λΔu`` for the score and as much again for the
+normaliser ``Z(x) = Σ_y exp(λu(x,y))``. The channel's exact ε, ``ε(λ) = max_y
+max_{x,x'} ln(M[y,x]/M[y,x'])``, is often smaller. For the ordinal utility it is
+exactly ``λ(d-1)``: with ``ρ = e^-λ`` the ratio is ``ρ^{|x-y|-|x'-y|}·Z(x')/Z(x)``; for
+``x < x'`` the triangle inequality gives ``Z(x') <= e^{λ(d-1-x')} Z(d-1)``, ``Z`` is
+smallest at the ends and ``Z(0) = Z(d-1)`` by symmetry, so the ratio is at most
+``e^{λ(x'-x)}·e^{λ(d-1-x')} <= e^{λ(d-1)}`` (``x > x'`` by reflection), attained at
+``y = x = 0``, ``x' = d-1``: the normalisers cancel there. Likewise ``ε(λ) = λ`` for
+equality. So ``"tight"`` (the default) uses ``λ = ε/Δu`` (``ε/(d-1)``, resp. ``ε``) and
+``"textbook"`` spends exactly ``ε/2``. Exact ε of the channels as sent, at ε = 1
+(``kernel.channel_epsilon``): ordinal d = 5 tight 0.9999999999999996, textbook 0.5;
+ordinal d = 40 tight 1.0000000000000018, textbook 0.5000000000000022; equality d = 5
+tight 1.0000000000000004, textbook 0.5000000000000004; the float channels for d = 2..80,
+ε = 1e-4..30 are within 7e-12 of ε. A custom matrix is calibrated by bisection on
+``ε(λ)`` from ``[ε/(2Δu), ε/Δu]`` (doubling the top until it spends ε), keeping the largest
+``λ`` found with ``ε(λ) <= ε``; the textbook scale may spend well under ``ε/2`` there.
+
+**Exact sampling.** Each column of the channel is quantised to int64 weights ``W[y, x]
+>= 1`` summing to ``2^53`` (largest remainder), and a report is drawn with a uniform
+53-bit integer ``U`` (the top bits of one raw 64-bit word of the generator) as the first
+``y`` whose cumulative weight exceeds ``U``: ``P(y|x) = W[y,x]/2^53`` exactly. The
+published ε is ``channel_epsilon(W/2^53)`` (the division is exact), i.e. the ε of what is
+sent; a channel whose quantisation moves it above the allotted ε by more than
+:data:`EPSILON_SLACK` is refused (GRR over 40 values at ε = 20: probabilities near 2e-9).
+Far beyond, weights held at 1 cap the ε of a channel at ``ln(2^53 - d + 1) ≈ 36.7``.
+
+**Estimation.** With ``M = W/2^53`` and ``π̂ = C/n`` the report frequencies, ``f̂ =
+M^-1 π̂`` is unbiased, with covariance ``M^-1 Σ M^-T / n``, ``Σ = diag(π̂) - π̂π̂ᵀ``
+(multinomial plug-in: users' values drawn i.i.d. from ``f``; for the frequencies of the
+fixed population that reported, the covariance is smaller by ``(diag f - ffᵀ)/n``).
+Channels with condition number above :data:`MAX_CONDITION` are refused. Consistent
+estimates: :mod:`ldp_shared.analyses.ibu`.
+
+Segment: ``index`` (one value index, 1 or 2 bytes). Statistics: int64 ``counts[d]``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from pydantic import model_validator
+
+from ldp_shared.errors import ConfigurationError, InvalidQueryError
+from ldp_shared.kernel import FloatArray, FrequencyEstimate, channel_epsilon, z_value
+from ldp_shared.mechanisms._checks import check_epsilon, check_indices
+from ldp_shared.mechanisms.base import Randomizer, Segment, StatsBlock, Unpacked
+from ldp_shared.mechanisms.categorical import (
+    CategoricalSpec,
+    index_segment,
+    pack_index,
+    unpack_index,
+)
+from ldp_shared.mechanisms.registry import register
+from ldp_shared.rand import resolve_rng
+
+Calibration = Literal["tight", "textbook"]
+UTILITY_NAMES = ("equality", "ordinal")
+TOTAL_BITS = 53
+TOTAL = 1 << TOTAL_BITS
+"""Every channel column's integer weights sum to ``2^53``."""
+MAX_DOMAIN = 512
+"""Largest domain: the channel and its inverse are dense ``d × d`` matrices."""
+MAX_CONDITION = 1e10
+"""Largest 2-norm condition number of an invertible channel. Solving with ``M`` loses
+about ``log10 κ`` digits: at ``κ = 1e10`` the inverse is still good to ``κ·2^-53 ≈ 1e-6``
+relative, far below any standard error. Ordinal channels reach ``5e7`` at d = 512,
+ε = 0.01 (``κ ≈ 2d²/ε``); GRR has ``κ = 1/(p-q)``."""
+EPSILON_SLACK = 1e-9
+"""Largest relative excess of the quantised channel's ε over the allotted ε."""
+
+
+def _utility_message(name: str, utility: Any, d: int | None) -> str | None:
+    """What is wrong with a raw ``utility`` (``None`` when it is valid)."""
+    where = f"attribute {name!r}: utility"
+    if isinstance(utility, str):
+        if utility in UTILITY_NAMES:
+            return None
+        return f"{where} {utility!r} is unknown; choose 'equality', 'ordinal' or a d×d matrix"
+    if not isinstance(utility, list) or not all(isinstance(row, list) for row in utility):
+        return f"{where} must be 'equality', 'ordinal' or a d×d matrix (a list of rows)"
+    shape, size = [len(row) for row in utility], len(utility) if d is None else d
+    if len(utility) != size or any(n != size for n in shape):
+        return (
+            f"{where} must be a {size}×{size} matrix (d = domain size); got rows of lengths {shape}"
+        )
+    cells = [v for row in utility for v in row]
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in cells):
+        return f"{where} entries must be numbers"
+    if not all(math.isfinite(v) for v in cells):
+        return f"{where} entries must be finite numbers"
+    matrix = np.asarray(utility, dtype=np.float64)
+    if len(utility) > 1 and np.all(matrix - matrix[:, :1] == matrix[:1] - matrix[0, 0]):
+        return (
+            f"{where} gives every value the same report distribution (u(x, y) = a(x) + b(y)):"
+            " the answers would not depend on the value"
+        )
+    return None
+
+
+@register
+class ExponentialSpec(CategoricalSpec):
+    """An attribute reported by the exponential mechanism with a utility over its domain."""
+
+    mechanism: Literal["exponential"]
+    utility: Literal["equality", "ordinal"] | list[list[float]]
+    calibration: Calibration = "tight"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_utility(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        d = len(data["domain"]) if isinstance(data.get("domain"), list) else None
+        if d is not None and d > MAX_DOMAIN:
+            raise ValueError(
+                f"attribute {data.get('name')!r}: the exponential mechanism takes at most"
+                f" {MAX_DOMAIN} values (its channel is a dense d×d matrix), got {d}"
+            )
+        message = _utility_message(str(data.get("name")), data.get("utility", "ordinal"), d)
+        if message is not None:
+            raise ValueError(message)
+        return data
+
+    def utility_matrix(self) -> FloatArray:
+        """``U[x, y] = u(domain[x], domain[y])``."""
+        return utility_matrix(self.utility, len(self.domain))
+
+    def randomizer(self, epsilon: float | None, classes: int = 1) -> ExponentialRandomizer:
+        if epsilon is None:
+            raise ConfigurationError(f"attribute {self.name!r}: the exponential mechanism needs ε")
+        if classes != 1:
+            raise ConfigurationError(f"attribute {self.name!r}: cannot join a label")
+        u = self.utility
+        key = u if isinstance(u, str) else tuple(tuple(float(v) for v in row) for row in u)
+        return ExponentialRandomizer(len(self.domain), epsilon, key, self.calibration)
+
+
+def utility_matrix(utility: str | Sequence[Sequence[float]], d: int) -> FloatArray:
+    """The ``d × d`` utility matrix (true value × report) of a named or explicit utility."""
+    if utility == "equality":
+        return np.eye(d)
+    if utility == "ordinal":
+        x = np.arange(d, dtype=np.float64)
+        return -np.abs(x[:, None] - x[None, :])
+    if isinstance(utility, str):
+        raise ConfigurationError(f"unknown utility {utility!r}")
+    matrix = np.asarray(utility, dtype=np.float64)
+    if matrix.shape != (d, d) or not np.all(np.isfinite(matrix)):
+        raise ConfigurationError(f"a utility must be a finite {d}×{d} matrix")
+    return matrix
+
+
+def utility_sensitivity(matrix: FloatArray) -> float:
+    """``Δu = max_y max_{x,x'} |u(x,y) - u(x',y)|`` (over true values, per report)."""
+    return float(np.max(matrix.max(axis=0) - matrix.min(axis=0)))
+
+
+def ideal_channel(matrix: FloatArray, scale: float) -> FloatArray:
+    """``M[y, x] ∝ exp(scale·U[x, y])`` in floating point (each column sums to ~1)."""
+    logits = scale * matrix
+    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    channel: FloatArray = (weights / weights.sum(axis=1, keepdims=True)).T
+    return channel
+
+
+def calibrate(matrix: FloatArray, epsilon: float, calibration: Calibration) -> float:
+    """The scale ``λ`` whose ideal channel spends ``epsilon`` (see the module docstring)."""
+    delta_u = utility_sensitivity(matrix)
+    if calibration == "textbook":
+        return float(epsilon / (2.0 * delta_u))
+    d = int(matrix.shape[0])
+    if np.array_equal(matrix, utility_matrix("equality", d)):
+        return epsilon
+    if np.array_equal(matrix, utility_matrix("ordinal", d)):
+        return epsilon / (d - 1)
+
+    def spent(scale: float) -> float:
+        return channel_epsilon(ideal_channel(matrix, scale))
+
+    lo, hi = epsilon / (2.0 * delta_u), epsilon / delta_u
+    for _ in range(64):
+        if spent(hi) >= epsilon:
+            break
+        lo, hi = hi, 2.0 * hi
+    else:  # pragma: no cover - ε(λ) grows without bound for a valid utility
+        raise ConfigurationError(f"no scale of this utility reaches ε = {epsilon!r}")
+    while lo < (mid := (lo + hi) / 2.0) < hi:
+        lo, hi = (mid, hi) if spent(mid) <= epsilon else (lo, mid)
+    return lo
+
+
+def quantise(probabilities: FloatArray) -> NDArray[np.int64]:
+    """Integer weights ``>= 1`` per column summing to exactly ``2^53`` (largest remainder)."""
+    scaled = np.asarray(probabilities, dtype=np.float64) * float(TOTAL)  # exact scaling
+    weights = np.maximum(np.floor(scaled), 1.0).astype(np.int64)
+    remainder = scaled - weights
+    rows = np.broadcast_to(np.arange(weights.shape[0])[:, None], weights.shape)
+    while np.any(short := TOTAL - weights.sum(axis=0)):
+        step = np.sign(short)[None, :]
+        # short > 0: raise the largest remainders; short < 0: lower the smallest (not at 1)
+        key = np.where(step > 0, -remainder, np.where(weights > 1, remainder, np.inf))
+        rank = np.empty_like(rows)
+        np.put_along_axis(rank, np.argsort(key, axis=0, kind="stable"), rows, axis=0)
+        eligible = np.where(short > 0, weights.shape[0], (weights > 1).sum(axis=0))
+        change = step * (rank < np.minimum(np.abs(short), eligible)[None, :])
+        weights += change
+        remainder -= change
+    return weights
+
+
+@dataclass(frozen=True)
+class IntegerChannel:
+    """A quantised channel: weights ``W[y, x]`` (columns sum to ``2^53``) and what follows."""
+
+    scale: float
+    weights: NDArray[np.int64]
+    cumulative: NDArray[np.uint64]
+    epsilon: float
+    condition: float
+    inverse: FloatArray
+
+    @property
+    def matrix(self) -> FloatArray:
+        """``M[y, x] = W[y, x]/2^53``, exactly the probabilities the device samples."""
+        return self.weights / float(TOTAL)
+
+
+UtilityKey = str | tuple[tuple[float, ...], ...]
+
+
+@lru_cache(maxsize=32)
+def build_channel(d: int, utility: UtilityKey, epsilon: float, calibration: str) -> IntegerChannel:
+    """The integer channel of a utility at ``epsilon`` (cached: configs rebuild it often)."""
+    if not 2 <= d <= MAX_DOMAIN:
+        raise ConfigurationError(f"the exponential mechanism takes 2 to {MAX_DOMAIN} values")
+    if calibration not in ("tight", "textbook"):
+        raise ConfigurationError(f"calibration must be 'tight' or 'textbook', got {calibration!r}")
+    matrix = utility_matrix(utility, d)
+    if utility_sensitivity(matrix) == 0.0:
+        raise ConfigurationError("a constant utility gives answers that ignore the value")
+    scale = calibrate(matrix, epsilon, "tight" if calibration == "tight" else "textbook")
+    weights = quantise(ideal_channel(matrix, scale))
+    exact = channel_epsilon(weights / float(TOTAL))
+    if exact > epsilon * (1.0 + EPSILON_SLACK):
+        raise ConfigurationError(
+            f"ε = {epsilon!r} needs report probabilities below what 53-bit weights represent"
+            f" (the quantised channel spends {exact!r}); use a smaller ε"
+        )
+    m = weights / float(TOTAL)
+    condition = float(np.linalg.cond(m))
+    if not condition <= MAX_CONDITION:
+        raise ConfigurationError(
+            f"the channel is too ill-conditioned to invert (condition number {condition:.3g} >"
+            f" {MAX_CONDITION:.0e}); use a larger ε or fewer values"
+        )
+    cumulative = np.cumsum(weights, axis=0).astype(np.uint64)
+    inverse: FloatArray = np.linalg.inv(m).astype(np.float64)
+    for array in (weights, cumulative, inverse):
+        array.setflags(write=False)
+    return IntegerChannel(scale, weights, cumulative, exact, condition, inverse)
+
+
+@dataclass(frozen=True)
+class ExponentialRandomizer(Randomizer):
+    """The exponential mechanism over ``d`` values with a named or explicit utility."""
+
+    d: int
+    epsilon: float
+    utility: UtilityKey = "ordinal"
+    calibration: Calibration = "tight"
+    channel: IntegerChannel = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        if math.isinf(self.epsilon):
+            raise ConfigurationError("the exponential mechanism needs a finite ε")
+        channel = build_channel(self.d, self.utility, self.epsilon, self.calibration)
+        object.__setattr__(self, "channel", channel)
+
+    @property
+    def exact_epsilon(self) -> float:
+        """ε of the integer channel the device samples from."""
+        return self.channel.epsilon
+
+    @property
+    def segment(self) -> Segment:
+        return index_segment(self.d)
+
+    @property
+    def stats_layout(self) -> tuple[StatsBlock, ...]:
+        return (StatsBlock("counts", "int64", self.d),)
+
+    def published(self) -> dict[str, Any]:
+        return {"scale": self.channel.scale}
+
+    def channel_matrix(self) -> FloatArray:
+        """``M[y, x] = P(report y | value x)``, exactly as sampled."""
+        return self.channel.matrix
+
+    def perturb(
+        self, values: ArrayLike, rng: np.random.Generator | None = None
+    ) -> NDArray[np.int64]:
+        """Reported value indices: ``y`` = the first row whose cumulative weight in the
+        true value's column exceeds a uniform 53-bit integer."""
+        idx = check_indices(values, self.d)
+        gen = resolve_rng(rng)
+        draws = np.asarray(gen.bit_generator.random_raw(idx.size), dtype=np.uint64)
+        draws >>= np.uint64(64 - TOTAL_BITS)
+        out = np.empty(idx.size, dtype=np.int64)
+        order = np.argsort(idx, kind="stable")
+        bounds = np.searchsorted(idx[order], np.arange(self.d + 1))
+        for x in np.flatnonzero(np.diff(bounds)):
+            rows = order[bounds[x] : bounds[x + 1]]
+            out[rows] = np.searchsorted(self.channel.cumulative[:, x], draws[rows], side="right")
+        return out
+
+    def pack(self, answers: NDArray[Any]) -> NDArray[np.uint8]:
+        return pack_index(answers, self.segment.byte_length)
+
+    def unpack(self, segment: NDArray[np.uint8]) -> Unpacked:
+        return unpack_index(segment, self.d)
+
+    def accumulate(self, answers: NDArray[Any]) -> dict[str, NDArray[Any]]:
+        return {"counts": np.bincount(answers, minlength=self.d).astype(np.int64)}
+
+    def estimate_covariance(self, counts: ArrayLike, n: int) -> tuple[FloatArray, FloatArray]:
+        """``f̂ = M^-1 C/n`` and its plug-in covariance ``(M^-1 diag(π̂) M^-T - f̂f̂ᵀ)/n``."""
+        if n <= 0:
+            raise InvalidQueryError("no reports to estimate from")
+        pi = np.asarray(counts, dtype=np.float64) / n
+        inverse = self.channel.inverse
+        f_hat = inverse @ pi
+        covariance = ((inverse * pi) @ inverse.T - np.outer(f_hat, f_hat)) / n
+        return f_hat, covariance
+
+    def estimate_stats(self, stats: Any, n: int, confidence: float) -> FrequencyEstimate:
+        z = z_value(confidence)
+        f_hat, covariance = self.estimate_covariance(stats["counts"], n)
+        se = np.sqrt(np.maximum(np.diag(covariance), 0.0))
+        return FrequencyEstimate(n, f_hat, se, f_hat - z * se, f_hat + z * se, confidence)
