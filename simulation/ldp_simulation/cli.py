@@ -30,6 +30,7 @@ from ldp_aggregator.cli import (
     run_server_command,
 )
 from ldp_shared.errors import AuthenticationError
+from ldp_simulation.fleet import frequency_demo_mechanisms
 
 
 def _positive_float(text: str) -> float:
@@ -84,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--clients", type=_positive_int, default=100_000, help="at least this many clients"
         )
-        sub.add_argument("--mechanism", choices=["oue", "sue", "grr"], default="oue")
+        sub.add_argument("--mechanism", choices=frequency_demo_mechanisms(), default="oue")
         sub.add_argument("--confidence", type=_confidence, default=0.95)
         sub.add_argument(
             "--budget",

@@ -21,6 +21,7 @@ import numpy as np
 from ldp_client import LDPClient
 from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.collection import build_config
+from ldp_shared.mechanisms.registry import DEFAULT_MECHANISM, spec_class
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 from ldp_simulation.datasets import load_car
@@ -52,9 +53,11 @@ class NaiveBayesDemo:
 
 
 def naive_bayes_spec(options: DemoOptions) -> CollectionSpec:
-    """The label collection: the demo's ε, its budget mode, unary encoding (GRR → OUE)."""
+    """The label collection: the demo's ε, its budget mode, and the demo's mechanism if it
+    can report features jointly with the class (unary encoding), else the default (OUE)."""
     car = load_car()
-    mechanism = options.mechanism if options.mechanism in ("oue", "sue") else "oue"
+    joins_label = spec_class(options.mechanism).joins_label
+    mechanism = options.mechanism if joins_label else DEFAULT_MECHANISM
     return CollectionSpec.model_validate(
         {
             "name": NB_COLLECTION,
