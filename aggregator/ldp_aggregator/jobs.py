@@ -27,6 +27,7 @@ from fastapi import FastAPI
 from sqlalchemy import Engine
 
 from ldp_aggregator.itemsets import mine_collection
+from ldp_aggregator.problems import http_status
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.jobs import JobRow, insert_job, read_job, touch_jobs, update_job
 from ldp_shared.errors import JobCancelledError, LDPError, NotFoundError, problem_type
@@ -49,7 +50,10 @@ def _new_job_id() -> str:
 
 def _problem(error: LDPError) -> JobError:
     return JobError(
-        type=problem_type(type(error)), title=error.title, status=error.status, detail=error.detail
+        type=problem_type(type(error)),
+        title=error.title,
+        status=http_status(type(error)),
+        detail=error.detail,
     )
 
 
@@ -124,7 +128,7 @@ class JobRunner:
             failure = JobError(
                 type=problem_type(JobCancelledError),
                 title=JobCancelledError.title,
-                status=JobCancelledError.status,
+                status=http_status(JobCancelledError),
                 detail=f"{error}; start the job again",
             )
             self._finish(job_id, status="failed", error_json=failure.model_dump_json())

@@ -23,15 +23,58 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ldp_shared.errors import (
     AuthenticationError,
+    ConfigurationError,
+    ConflictError,
+    CorruptStatisticsError,
+    InsufficientReportsError,
+    InvalidQueryError,
+    InvalidRecordError,
+    InvalidReportError,
     InvalidRequestError,
+    JobCancelledError,
     LDPError,
     MalformedRequestError,
     NotFoundError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    PrivacyPolicyError,
+    ReportRejectedError,
     TransportError,
     problem_type,
 )
 
 logger = logging.getLogger("ldp_aggregator")
+
+HTTP_STATUS: dict[type[LDPError], int] = {
+    LDPError: 500,
+    ConfigurationError: 422,
+    InvalidRecordError: 422,
+    InvalidReportError: 422,
+    InvalidQueryError: 422,
+    NotFoundError: 404,
+    ConflictError: 409,
+    InsufficientReportsError: 409,
+    AuthenticationError: 401,
+    PermissionDeniedError: 403,
+    PayloadTooLargeError: 413,
+    MalformedRequestError: 400,
+    InvalidRequestError: 422,
+    TransportError: 503,
+    ReportRejectedError: 422,
+    PrivacyPolicyError: 403,
+    JobCancelledError: 503,
+    CorruptStatisticsError: 500,
+}
+"""The HTTP status of each error class (a subclass answers as its nearest listed base)."""
+
+
+def http_status(error: type[LDPError]) -> int:
+    """The status a problem document of class ``error`` is answered with."""
+    for klass in error.__mro__:
+        if klass in HTTP_STATUS:
+            return HTTP_STATUS[klass]
+    return 500
+
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 _VALIDATION_PROBLEM_ATTR = "__ldp_validation_problem__"
@@ -89,7 +132,9 @@ def error_response(
     """The problem document of an error class of :mod:`ldp_shared.errors`."""
     if headers is None and issubclass(error, AuthenticationError):
         headers = {"WWW-Authenticate": "Bearer"}
-    return problem_response(error.status, problem_type(error), error.title, detail, errors, headers)
+    return problem_response(
+        http_status(error), problem_type(error), error.title, detail, errors, headers
+    )
 
 
 def body_validation_problem(error: type[LDPError]) -> Callable[[F], F]:

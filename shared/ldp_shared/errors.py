@@ -3,7 +3,9 @@
 Every error raised on purpose by ``ldp_shared``, ``ldp_client`` or ``ldp_aggregator``
 derives from :class:`LDPError`. Each class carries a stable ``type`` slug; the
 aggregator turns it into the ``type`` URI of an RFC 9457 problem document and the
-SDK turns a problem document back into the matching class.
+SDK turns a problem document back into the matching class. No HTTP status lives here:
+which status answers which error is the aggregator's business
+(:mod:`ldp_aggregator.problems`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ class LDPError(Exception):
 
     type_slug: ClassVar[str] = "error"
     title: ClassVar[str] = "ldpcollect error"
-    status: ClassVar[int] = 500
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
@@ -28,7 +29,6 @@ class ConfigurationError(LDPError, ValueError):
 
     type_slug = "invalid-configuration"
     title = "Invalid collection configuration"
-    status = 422
 
 
 class InvalidRecordError(LDPError, ValueError):
@@ -36,7 +36,6 @@ class InvalidRecordError(LDPError, ValueError):
 
     type_slug = "invalid-record"
     title = "Record does not fit the schema"
-    status = 422
 
 
 class InvalidReportError(LDPError, ValueError):
@@ -44,7 +43,6 @@ class InvalidReportError(LDPError, ValueError):
 
     type_slug = "invalid-report"
     title = "Report does not fit the collection"
-    status = 422
 
 
 class InvalidQueryError(LDPError, ValueError):
@@ -52,7 +50,6 @@ class InvalidQueryError(LDPError, ValueError):
 
     type_slug = "invalid-query"
     title = "Invalid query"
-    status = 422
 
 
 class NotFoundError(LDPError, LookupError):
@@ -60,7 +57,6 @@ class NotFoundError(LDPError, LookupError):
 
     type_slug = "not-found"
     title = "Not found"
-    status = 404
 
 
 class CollectionNotFoundError(NotFoundError):
@@ -82,7 +78,6 @@ class ConflictError(LDPError):
 
     type_slug = "conflict"
     title = "Resource already exists"
-    status = 409
 
 
 class InsufficientReportsError(LDPError):
@@ -90,7 +85,6 @@ class InsufficientReportsError(LDPError):
 
     type_slug = "insufficient-reports"
     title = "Not enough reports to release an estimate"
-    status = 409
 
 
 class AuthenticationError(LDPError):
@@ -98,7 +92,6 @@ class AuthenticationError(LDPError):
 
     type_slug = "unauthenticated"
     title = "Authentication required"
-    status = 401
 
 
 class PermissionDeniedError(LDPError):
@@ -106,7 +99,6 @@ class PermissionDeniedError(LDPError):
 
     type_slug = "forbidden"
     title = "Permission denied"
-    status = 403
 
 
 class PayloadTooLargeError(LDPError):
@@ -114,7 +106,6 @@ class PayloadTooLargeError(LDPError):
 
     type_slug = "payload-too-large"
     title = "Request body too large"
-    status = 413
 
 
 class MalformedRequestError(LDPError, ValueError):
@@ -122,7 +113,6 @@ class MalformedRequestError(LDPError, ValueError):
 
     type_slug = "malformed-request"
     title = "Malformed request"
-    status = 400
 
 
 class InvalidRequestError(LDPError, ValueError):
@@ -130,7 +120,6 @@ class InvalidRequestError(LDPError, ValueError):
 
     type_slug = "invalid-request"
     title = "Invalid request"
-    status = 422
 
 
 class TransportError(LDPError):
@@ -138,7 +127,6 @@ class TransportError(LDPError):
 
     type_slug = "transport"
     title = "Aggregator unreachable"
-    status = 503
 
 
 class ReportRejectedError(LDPError):
@@ -146,7 +134,6 @@ class ReportRejectedError(LDPError):
 
     type_slug = "report-rejected"
     title = "Report rejected"
-    status = 422
 
     def __init__(self, detail: str, rejected: dict[str, str] | None = None) -> None:
         super().__init__(detail)
@@ -162,7 +149,6 @@ class PrivacyPolicyError(LDPError):
 
     type_slug = "privacy-policy"
     title = "Refused by the device's privacy policy"
-    status = 403
 
 
 class JobCancelledError(LDPError):
@@ -170,7 +156,6 @@ class JobCancelledError(LDPError):
 
     type_slug = "job-cancelled"
     title = "Job cancelled"
-    status = 503
 
 
 class CorruptStatisticsError(LDPError):
@@ -178,7 +163,6 @@ class CorruptStatisticsError(LDPError):
 
     type_slug = "corrupt-statistics"
     title = "Stored statistics are inconsistent"
-    status = 500
 
 
 PROBLEM_TYPE_BASE = "https://ldpcollect.dev/problems/"

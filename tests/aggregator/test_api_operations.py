@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from ldp_aggregator.app import create_app
+from ldp_aggregator.problems import HTTP_STATUS, http_status
 from ldp_aggregator.settings import Settings
 from ldp_shared.collection import CollectionConfig
+from ldp_shared.errors import (
+    ALL_ERRORS,
+    CollectionNotFoundError,
+    ConfigurationError,
+    InvalidQueryError,
+    InvalidRecordError,
+    InvalidReportError,
+    LDPError,
+)
 
 from .conftest import packed_reports, report_dicts, spec_payload, state_of
 from .test_api_collections import slug
@@ -116,3 +127,17 @@ def test_apps_share_nothing(tmp_path: Path) -> None:
             ).status_code
             == 401
         )
+
+
+def test_every_error_class_has_an_http_status() -> None:
+    for error in ALL_ERRORS:
+        assert 400 <= http_status(error) < 600
+        assert error in HTTP_STATUS or error.__mro__[1] in HTTP_STATUS or error is LDPError
+    assert http_status(CollectionNotFoundError) == 404  # by its base class
+
+
+@pytest.mark.parametrize(
+    "error", [ConfigurationError, InvalidRecordError, InvalidReportError, InvalidQueryError]
+)
+def test_input_errors_answer_422(error: type[LDPError]) -> None:
+    assert http_status(error) == 422

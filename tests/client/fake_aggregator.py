@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from ldp_aggregator.problems import http_status
 from ldp_shared.codec import decode_reports
 from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.errors import (
@@ -40,12 +41,12 @@ def problem(error: type[LDPError], detail: str, **extra: Any) -> httpx.Response:
     body = {
         "type": problem_type(error),
         "title": error.title,
-        "status": error.status,
+        "status": http_status(error),
         "detail": detail,
         **extra,
     }
     return httpx.Response(
-        error.status,
+        http_status(error),
         content=json.dumps(body).encode(),
         headers={"content-type": "application/problem+json"},
     )

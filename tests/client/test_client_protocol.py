@@ -7,6 +7,7 @@ import json
 import httpx
 import pytest
 
+from ldp_aggregator.problems import http_status
 from ldp_client.batching import BatchPlan, SubmitSummary, rejection_error, summarize
 from ldp_client.configs import accept_config, coerce_spec
 from ldp_client.protocol import (
@@ -53,7 +54,7 @@ def _reports(n: int) -> list[Report]:
 def _problem(error: type[LDPError], detail: str = "the server's words") -> httpx.Response:
     body = {"type": problem_type(error), "title": error.title, "status": 400, "detail": detail}
     return httpx.Response(
-        error.status, json=body, headers={"content-type": "application/problem+json"}
+        http_status(error), json=body, headers={"content-type": "application/problem+json"}
     )
 
 
