@@ -271,8 +271,28 @@ class UnexpectedErrorMiddleware:
             await response(scope, receive, send)
 
 
+def _problem_media_types_only(app: FastAPI, build: Callable[[], dict[str, Any]]) -> None:
+    """Make ``app.openapi`` state error answers as ``application/problem+json`` only
+    (FastAPI also lists ``application/json`` for any response with a model)."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            for operations in schema.get("paths", {}).values():
+                for operation in operations.values():
+                    for status, response in operation.get("responses", {}).items():
+                        content = response.get("content", {})
+                        if str(status)[0] in "45" and PROBLEM_MEDIA_TYPE in content:
+                            content.pop("application/json", None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def install_problem_handlers(app: FastAPI) -> None:
-    """Answer every error of ``app`` with a problem document."""
+    """Answer every error of ``app`` with a problem document (and say so in OpenAPI)."""
+    _problem_media_types_only(app, app.openapi)
     app.add_exception_handler(LDPError, _on_ldp_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_exception)
@@ -281,8 +301,18 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_middleware(UnexpectedErrorMiddleware)  # innermost: added before the others
 
 
+def _problem_entry(description: str) -> dict[str, Any]:
+    """An OpenAPI response of a problem document, under its real media type."""
+    schema = {"$ref": "#/components/schemas/Problem"}
+    return {
+        "model": Problem,
+        "description": description,
+        "content": {PROBLEM_MEDIA_TYPE: {"schema": schema}},
+    }
+
+
 PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": Problem, "description": description}
+    status: _problem_entry(description)
     for status, description in {
         400: "Malformed request (body is not JSON)",
         422: "Invalid request, configuration or query",
@@ -303,5 +333,5 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     }
     out = dict(PROBLEM_RESPONSES)
     for status in statuses:
-        out[status] = {"model": Problem, "description": descriptions.get(status, "Problem")}
+        out[status] = _problem_entry(descriptions.get(status, "Problem"))
     return out

@@ -30,11 +30,19 @@ def encode_bits(packed: bytes) -> str:
 
 
 def decode_bits(text: str) -> bytes:
-    """Strict inverse of :func:`encode_bits`; :class:`InvalidReportError` on anything else."""
+    """Strict inverse of :func:`encode_bits`; :class:`InvalidReportError` on anything else.
+
+    Besides the alphabet and padding, the encoding must be canonical (RFC 4648 §3.5): the
+    unused bits before the padding are zero, so each byte string has one accepted text.
+    """
     try:
-        return base64.b64decode(text.encode("ascii"), validate=True)
+        encoded = text.encode("ascii")
+        raw = base64.b64decode(encoded, validate=True)
     except (binascii.Error, UnicodeEncodeError, ValueError):
         raise InvalidReportError("bits are not valid base64") from None
+    if base64.b64encode(raw) != encoded:
+        raise InvalidReportError("bits are not canonical base64 (padding bits are set)")
+    return raw
 
 
 class _Wire(BaseModel):

@@ -141,3 +141,17 @@ def test_every_error_class_has_an_http_status() -> None:
 )
 def test_input_errors_answer_422(error: type[LDPError]) -> None:
     assert http_status(error) == 422
+
+
+def test_openapi_states_every_error_as_a_problem_document(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    errors = [
+        (path, method, status, set(response.get("content", {})))
+        for path, operations in schema["paths"].items()
+        for method, operation in operations.items()
+        for status, response in operation["responses"].items()
+        if status[0] in "45"
+    ]
+    assert errors and all(types == {"application/problem+json"} for *_, types in errors), [
+        e for e in errors if e[3] != {"application/problem+json"}
+    ]

@@ -46,6 +46,8 @@ def test_bits_example_of_the_wire_format() -> None:
         "gM!=",  # not base64
         "é===",  # not ASCII
         "a",  # impossible length
+        "AAB=",  # non-canonical: a padding bit set (decodes to the bytes of "AAA=")
+        "gMB=",  # likewise for 0x80 0xC0
     ],
 )
 def test_invalid_base64_is_an_invalid_report(text: str) -> None:
