@@ -31,7 +31,7 @@ import hashlib
 import json
 import math
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ldp_shared.accountant import PrivacyAccount, account, allotted_epsilons
 from ldp_shared.errors import ConfigurationError
@@ -189,6 +189,9 @@ class CollectionConfig(BaseModel):
         exclude_if=_is_zero,
         description="budget 'sample': bytes of the leading attribute selector (1 or 2)",
     )
+    # the privacy account of ``spec`` (the spec is immutable; a copy with another spec
+    # recomputes it): decoding and every estimate read it
+    _account: tuple[CollectionSpec, PrivacyAccount] | None = PrivateAttr(default=None)
 
     @property
     def name(self) -> str:
@@ -226,8 +229,12 @@ class CollectionConfig(BaseModel):
     @property
     def privacy(self) -> PrivacyAccount:
         """The accountant's view of the spec (ε and δ per attribute, report and label),
-        derived afresh from the spec (never from the published numbers)."""
-        return account(self.spec)
+        derived from the spec (never from the published numbers), once per spec object."""
+        cached = self._account
+        if cached is None or cached[0] is not self.spec:
+            cached = (self.spec, account(self.spec))
+            self._account = cached
+        return cached[1]
 
     @property
     def randomizers(self) -> list[Randomizer]:
