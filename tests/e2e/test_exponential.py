@@ -7,17 +7,9 @@ analyst then runs IBU and the ordinal summaries on the released estimate.
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Iterator
-from pathlib import Path
-
 import numpy as np
 import pytest
-import uvicorn
 
-from ldp_aggregator.app import create_app
-from ldp_aggregator.settings import Settings
 from ldp_client import LDPClient
 from ldp_shared.analyses.ibu import iterative_bayesian_update, mean_rank
 from ldp_shared.collection import build_config
@@ -26,10 +18,10 @@ from ldp_shared.mechanisms.exponential import ExponentialRandomizer
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 
+from .conftest import ADMIN, ANALYST
+
 pytestmark = pytest.mark.e2e
 
-ADMIN = "admin-token-for-tests"
-ANALYST = "analyst-token-for-tests"
 Z_LIMIT = 4.0  # |f̂ - f| / se over a handful of values: P(any beyond 4 se) < 0.001
 RATINGS = ["awful", "poor", "fair", "good", "great"]
 TRUTH = np.array([0.05, 0.15, 0.3, 0.35, 0.15])
@@ -42,27 +34,6 @@ SPEC = {
     ],
     "release": {"min_reports": 500},
 }
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[str]:
-    settings = Settings(
-        database_url=f"sqlite:///{tmp_path / 'agg.db'}", admin_token=ADMIN, analyst_token=ANALYST
-    )
-    config = uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=0, log_level="warning", access_log=False
-    )
-    uv = uvicorn.Server(config)
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not uv.started:
-        assert time.monotonic() < deadline, "the aggregator did not start"
-        time.sleep(0.02)
-    port = uv.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}"
-    uv.should_exit = True
-    thread.join(timeout=30)
 
 
 def test_an_ordinal_exponential_attribute_round_trips_over_http(server: str) -> None:
