@@ -45,6 +45,11 @@ def released_attribute(
                     f" {kind}: ask GET /v1/collections/{config.name}/{route}"
                 )
             return candidate
+    if config.label is not None and attribute == config.label.name:
+        raise InvalidQueryError(
+            f"{attribute!r} is the label of collection {config.name!r}: ask its frequencies"
+            f" (GET /v1/collections/{config.name}/frequencies)"
+        )
     raise unknown_attribute(config, attribute)
 
 

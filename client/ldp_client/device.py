@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -147,16 +148,22 @@ class Device:
 
 
 def canonical_record(config: CollectionConfig, record: Record) -> bytes:
-    """The record as canonical JSON (UTF-8): keys sorted, each basket as its sorted items.
+    """The record as canonical JSON (UTF-8): keys sorted, each basket as its sorted items,
+    each number as what its mechanism perturbs (clipped and scaled, as a float's repr).
 
-    Two records with the same values (a basket given as a set, a list or in another
-    order) give the same bytes. Call it on validated records only.
+    Two records the mechanisms cannot tell apart (a basket given as a set, a list or in
+    another order; ``5`` and ``5.0``; two values clipped to the same bound) give the same
+    bytes. Call it on validated records only.
     """
-    baskets = {a.name for a in config.spec.attributes if a.is_basket}
-    document = {
-        name: sorted({str(item) for item in record[name]}) if name in baskets else str(record[name])
-        for name in config.record_names
-    }
+    document: dict[str, Any] = {}
+    for spec in config.spec.attributes:
+        value = record[spec.name]
+        if spec.is_basket:
+            document[spec.name] = sorted({str(item) for item in value})
+        elif spec.values:
+            document[spec.name] = str(value)
+        else:
+            document[spec.name] = repr(float(spec.encode([value])[0]))
     text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return text.encode("utf-8")
 

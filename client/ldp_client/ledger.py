@@ -7,9 +7,14 @@ One SQLite file (stdlib :mod:`sqlite3`) that the device owner chooses. It holds
   be sent. A crash after that commit over-counts (reports charged, never sent); a crash
   before it leaves nothing to send. The ledger never shows less than what was sent.
 * ``memo``: for collections the owner memoises (permanent randomized response, after
-  RAPPOR), a keyed hash of each record (HMAC-SHA256 under a random per-ledger secret)
-  → the packed perturbed report first made for it. Raw values are never stored.
-* ``ledger_meta``: the format version and the HMAC secret.
+  RAPPOR), a keyed hash of each record (HMAC-SHA256) → the packed perturbed report first
+  made for it. Raw values are not stored, but the key decides what the hashes protect:
+  by default it is a random per-ledger secret kept in the file itself, so whoever reads
+  the file can hash candidate records and find which were memoised (over small domains,
+  all of them): a memoising ledger is then as sensitive as the records. Pass
+  ``memo_key`` (kept elsewhere, e.g. in the OS keystore) and the file alone reveals
+  nothing of the records.
+* ``ledger_meta``: the format version and the default HMAC secret.
 
 Why SQLite: a transaction opened with ``BEGIN IMMEDIATE`` takes the file's write lock
 before it reads, so two processes sharing the file serialise their check-and-charge
@@ -93,10 +98,20 @@ class Ledger:
     """The ledger file at ``path`` (created, with owner-only permissions, if missing).
 
     Safe to share between threads, clients and processes. ``timeout``: how long a
-    transaction waits for another process's one to finish before failing.
+    transaction waits for another process's one to finish before failing. ``memo_key``:
+    the HMAC key of the memo (at least 16 bytes, kept outside the file); by default a
+    secret stored in the file (see the module docstring for what that means).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout: float = 30.0,
+        memo_key: bytes | None = None,
+    ) -> None:
+        if memo_key is not None and (not isinstance(memo_key, bytes) or len(memo_key) < 16):
+            raise ConfigurationError("memo_key must be at least 16 random bytes")
         self._path = Path(path)
         self._lock = threading.Lock()
         try:
@@ -109,7 +124,8 @@ class Ledger:
         )
         try:
             self._db.execute("PRAGMA synchronous = FULL")
-            self._secret = self._initialise()
+            stored = self._initialise()
+            self._secret = stored if memo_key is None else memo_key
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise ConfigurationError(

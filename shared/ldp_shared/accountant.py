@@ -23,7 +23,9 @@ One record makes one report, so a record's ε is the report's. A device that sen
 
 Every exact ε must be finite and positive: an infinite ε means some answer is impossible
 under some value (floating point rounded a probability to 0 or 1), and ε = 0 means the
-answers do not depend on the value at all, so nothing could be estimated.
+answers do not depend on the value at all, so nothing could be estimated. Nor may it
+exceed the allotted ε by more than :data:`~ldp_shared.mechanisms.base.EPSILON_SLACK`
+(relative, and absolute below ε = 1), for every mechanism alike.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import math
 from dataclasses import dataclass
 
 from ldp_shared.errors import ConfigurationError
-from ldp_shared.mechanisms.base import AttributeSpec, Randomizer
+from ldp_shared.mechanisms.base import EPSILON_SLACK, AttributeSpec, Randomizer
 from ldp_shared.schema import CollectionSpec
 
 
@@ -98,7 +100,7 @@ def allotted_epsilons(spec: CollectionSpec) -> list[float | None]:
     return out
 
 
-def _check_exact(attribute: AttributeSpec, privacy: Privacy) -> None:
+def _check_exact(attribute: AttributeSpec, privacy: Privacy, allotted: float | None) -> None:
     eps = privacy.epsilon
     if math.isinf(eps) or math.isnan(eps):
         raise ConfigurationError(
@@ -109,6 +111,12 @@ def _check_exact(attribute: AttributeSpec, privacy: Privacy) -> None:
         raise ConfigurationError(
             f"attribute {attribute.name!r}: ε rounds to 0, so its answers would not depend"
             " on the value and nothing could be estimated; use a larger ε"
+        )
+    if allotted is not None and eps - allotted > EPSILON_SLACK * max(allotted, 1.0):
+        raise ConfigurationError(
+            f"attribute {attribute.name!r}: its mechanism would spend ε = {eps!r}, more than"
+            f" the {allotted!r} allotted to it (floating point cannot represent its"
+            " probabilities that finely at this ε); use a smaller ε"
         )
 
 
@@ -137,7 +145,7 @@ def account(spec: CollectionSpec) -> PrivacyAccount:
                 sampled=sample and attribute.takes_budget,
                 randomizer=attribute.randomizer(allotted, classes),
             )
-            _check_exact(attribute, entry.privacy)
+            _check_exact(attribute, entry.privacy, allotted)
         except ConfigurationError as error:
             if error.detail.startswith(f"attribute {attribute.name!r}"):
                 raise

@@ -30,8 +30,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import weakref
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 
 from ldp_shared.accountant import PrivacyAccount, account, allotted_epsilons
 from ldp_shared.errors import ConfigurationError
@@ -54,6 +55,24 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
+
+_ACCOUNTS: dict[int, PrivacyAccount] = {}
+"""The privacy account of each live spec object, by identity (specs are immutable; an
+entry goes when its spec does): decoding a batch and every estimate read it, so it is
+computed once per spec, not per call."""
+
+
+def _remember(spec: CollectionSpec, privacy: PrivacyAccount) -> PrivacyAccount:
+    if id(spec) not in _ACCOUNTS:
+        _ACCOUNTS[id(spec)] = privacy
+        weakref.finalize(spec, _ACCOUNTS.pop, id(spec), None)
+    return privacy
+
+
+def account_of(spec: CollectionSpec) -> PrivacyAccount:
+    """:func:`~ldp_shared.accountant.account` of ``spec``, computed once per spec object."""
+    found = _ACCOUNTS.get(id(spec))
+    return found if found is not None else _remember(spec, account(spec))
 
 
 def _is_none(value: object) -> bool:
@@ -189,9 +208,6 @@ class CollectionConfig(BaseModel):
         exclude_if=_is_zero,
         description="budget 'sample': bytes of the leading attribute selector (1 or 2)",
     )
-    # the privacy account of ``spec`` (the spec is immutable; a copy with another spec
-    # recomputes it): decoding and every estimate read it
-    _account: tuple[CollectionSpec, PrivacyAccount] | None = PrivateAttr(default=None)
 
     @property
     def name(self) -> str:
@@ -230,11 +246,7 @@ class CollectionConfig(BaseModel):
     def privacy(self) -> PrivacyAccount:
         """The accountant's view of the spec (ε and δ per attribute, report and label),
         derived from the spec (never from the published numbers), once per spec object."""
-        cached = self._account
-        if cached is None or cached[0] is not self.spec:
-            cached = (self.spec, account(self.spec))
-            self._account = cached
-        return cached[1]
+        return account_of(self.spec)
 
     @property
     def randomizers(self) -> list[Randomizer]:
@@ -308,7 +320,7 @@ def build_config(spec: CollectionSpec) -> CollectionConfig:
             byte_offset += segment.byte_length
         stats_offset += int_length
         float_offset += float_length
-    return CollectionConfig(
+    config = CollectionConfig(
         format_version=FORMAT_VERSION,
         spec=spec,
         attributes=attributes,
@@ -321,6 +333,8 @@ def build_config(spec: CollectionSpec) -> CollectionConfig:
         label=None if label is None else LabelConfig(name=label.name, domain=label.values),
         selector_bytes=selector,
     )
+    _remember(spec, privacy)
+    return config
 
 
 def randomizers_of(config: CollectionConfig) -> list[Randomizer]:

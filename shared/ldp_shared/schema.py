@@ -49,7 +49,8 @@ BudgetMode = Literal["split", "sample"]
 ``split``: every attribute is reported, attribute ``j`` with ``ε·w_j/Σw`` (sequential
 composition: the record costs ``Σ ε_j = ε``). ``sample``: each record reports ONE
 attribute, chosen uniformly at random on the device independently of the data, with the
-full ``ε``; the report says which one. The choice leaks nothing, so the record costs ``ε``.
+full ``ε``; the report says which one. The choice leaks nothing, so the record costs ``ε``
+(plus, under either budget, the ε of its MASK attributes, which always report).
 The arithmetic lives in :mod:`ldp_shared.accountant`.
 """
 

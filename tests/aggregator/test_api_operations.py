@@ -15,10 +15,13 @@ from ldp_shared.errors import (
     ALL_ERRORS,
     CollectionNotFoundError,
     ConfigurationError,
+    CorruptStatisticsError,
     InvalidQueryError,
     InvalidRecordError,
     InvalidReportError,
+    JobCancelledError,
     LDPError,
+    TransportError,
 )
 
 from .conftest import packed_reports, report_dicts, spec_payload, state_of
@@ -130,9 +133,11 @@ def test_apps_share_nothing(tmp_path: Path) -> None:
 
 
 def test_every_error_class_has_an_http_status() -> None:
+    server_side = {LDPError, TransportError, JobCancelledError, CorruptStatisticsError}
     for error in ALL_ERRORS:
-        assert 400 <= http_status(error) < 600
-        assert error in HTTP_STATUS or error.__mro__[1] in HTTP_STATUS or error is LDPError
+        assert error in HTTP_STATUS or error.__mro__[1] in HTTP_STATUS
+        # only the server's own failures answer 5xx; every refusal of input is a 4xx
+        assert (http_status(error) >= 500) == (error in server_side), error
     assert http_status(CollectionNotFoundError) == 404  # by its base class
 
 

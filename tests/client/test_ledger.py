@@ -172,6 +172,51 @@ def test_the_ledger_holds_no_raw_values_only_keyed_record_hashes(
         assert other.record_key(config.config_hash, canonical) != key
 
 
+def _memoised_diagnosis(file_only: Path) -> str | None:
+    """A dictionary attack with the file alone: hash each candidate record under the key
+    stored in the file and look it up in the memo."""
+    import hashlib
+    import hmac
+
+    with closing(sqlite3.connect(file_only)) as db:
+        (stored,) = db.execute("SELECT value FROM ledger_meta WHERE key = 'secret'").fetchone()
+        keys = {row[0] for row in db.execute("SELECT record_key FROM memo")}
+        (config_hash,) = db.execute("SELECT DISTINCT config_hash FROM memo").fetchone()
+    for guess in ("zz-alpha-zz", "zz-beta-zz"):
+        message = (
+            config_hash.encode()
+            + b"\n"
+            + json.dumps({"diagnosis": guess}).replace(" ", "").encode()
+        )
+        if hmac.new(stored, message, hashlib.sha256).digest() in keys:
+            return guess
+    return None
+
+
+@pytest.mark.parametrize("own_key", [False, True])
+def test_what_the_ledger_file_alone_reveals_of_memoised_records(
+    make_client: MakeClient, server: FakeAggregator, ledger_path: Path, own_key: bool
+):
+    """By default the memo's key sits in the file: an attacker holding the file finds the
+    memoised record by trying the domain (the docs say so). With a memo_key kept
+    elsewhere, the same attack finds nothing."""
+    ledger_path.parent.mkdir()
+    server.add(
+        CollectionSpec(
+            name="secrets",
+            epsilon=1.0,
+            attributes=[AttributeSpec(name="diagnosis", domain=["zz-alpha-zz", "zz-beta-zz"])],
+            release=ReleasePolicy(min_reports=1),
+        )
+    )
+    ledger = Ledger(ledger_path, memo_key=b"k" * 32 if own_key else None)
+    client = make_client(ledger=ledger, memoize={"secrets"})
+    client.privatize("secrets", {"diagnosis": "zz-beta-zz"})
+    client.close()
+    ledger.close()
+    assert _memoised_diagnosis(ledger_path) == (None if own_key else "zz-beta-zz")
+
+
 def test_a_file_that_is_not_a_ledger_is_refused(tmp_path: Path):
     bogus = tmp_path / "notes.txt"
     bogus.write_text("not a database, just some notes\n" * 100)
@@ -200,3 +245,28 @@ def test_concurrent_async_submits_are_all_charged(
     assert (spent.reports, spent.charged) == (50, len(distinct))
     assert len(server.stored["plain"]) == 50
     assert len(set(server.stored["plain"].values())) <= len(distinct)
+
+
+def test_numbers_the_mechanism_cannot_tell_apart_share_one_memo_key() -> None:
+    from ldp_shared.collection import build_config
+    from ldp_shared.schema import CollectionSpec
+
+    config = build_config(
+        CollectionSpec.model_validate(
+            {
+                "name": "people",
+                "epsilon": 1.0,
+                "attributes": [
+                    {"name": "age", "mechanism": "duchi", "lo": 17, "hi": 90},
+                    {"name": "sex", "domain": ["f", "m"]},
+                ],
+            }
+        )
+    )
+
+    def key(age: float) -> bytes:
+        return canonical_record(config, {"age": age, "sex": "f"})
+
+    assert key(40) == key(40.0)  # an int and a float
+    assert key(95) == key(90) == key(1e9)  # clipped to the same bound
+    assert key(40) != key(41)

@@ -155,3 +155,18 @@ def test_delta_composes_like_epsilon(delta_mechanism: None, budget: str, delta: 
     assert config.delta == acc.report.delta
     assert [a.delta for a in config.attributes] == [1e-6, 1e-6, 0.0]
     assert "delta" not in config.model_dump()["attributes"][2]  # δ = 0 is not published
+
+
+def test_a_config_keeps_the_account_of_its_spec_object_only() -> None:
+    import gc
+
+    from ldp_shared import collection
+
+    config = build_config(spec())
+    assert config.privacy is config.privacy  # computed once
+    other = config.model_copy(update={"spec": spec(epsilon=1.0)})
+    assert other.privacy.report.epsilon < config.privacy.report.epsilon  # not the cached one
+    kept = len(collection._ACCOUNTS)
+    del config, other
+    gc.collect()
+    assert len(collection._ACCOUNTS) <= kept - 2  # entries go with their specs

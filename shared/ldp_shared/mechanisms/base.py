@@ -44,6 +44,10 @@ from pydantic_core import CoreSchema
 from ldp_shared.identifiers import AttributeName
 from ldp_shared.kernel import FrequencyEstimate
 
+EPSILON_SLACK = 1e-9
+"""Largest relative excess of a randomizer's exact ε over the ε allotted to it: floating
+point may move a probability by an ulp, not more (the accountant refuses the rest)."""
+
 StatsDtype = Literal["int64", "float64"]
 Blocks = Mapping[str, NDArray[Any]]
 """A mechanism's sufficient statistics (or a delta of them): block name → array."""

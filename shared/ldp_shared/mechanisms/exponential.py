@@ -61,7 +61,7 @@ from pydantic import model_validator
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
 from ldp_shared.kernel import FloatArray, FrequencyEstimate, channel_epsilon, z_value
 from ldp_shared.mechanisms._checks import check_epsilon, check_indices
-from ldp_shared.mechanisms.base import Randomizer, Segment, StatsBlock, Unpacked
+from ldp_shared.mechanisms.base import EPSILON_SLACK, Randomizer, Segment, StatsBlock, Unpacked
 from ldp_shared.mechanisms.categorical import (
     CategoricalSpec,
     index_segment,
@@ -83,8 +83,14 @@ MAX_CONDITION = 1e10
 about ``log10 κ`` digits: at ``κ = 1e10`` the inverse is still good to ``κ·2^-53 ≈ 1e-6``
 relative, far below any standard error. Ordinal channels reach ``5e7`` at d = 512,
 ε = 0.01 (``κ ≈ 2d²/ε``); GRR has ``κ = 1/(p-q)``."""
-EPSILON_SLACK = 1e-9
-"""Largest relative excess of the quantised channel's ε over the allotted ε."""
+
+
+def _finite(value: float) -> bool:
+    """Finite as a float (an integer too large for a float is not)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _utility_message(name: str, utility: Any, d: int | None) -> str | None:
@@ -104,7 +110,7 @@ def _utility_message(name: str, utility: Any, d: int | None) -> str | None:
     cells = [v for row in utility for v in row]
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in cells):
         return f"{where} entries must be numbers"
-    if not all(math.isfinite(v) for v in cells):
+    if not all(_finite(v) for v in cells):
         return f"{where} entries must be finite numbers"
     matrix = np.asarray(utility, dtype=np.float64)
     if len(utility) > 1 and np.all(matrix - matrix[:, :1] == matrix[:1] - matrix[0, 0]):
@@ -134,7 +140,9 @@ class ExponentialSpec(CategoricalSpec):
                 f"attribute {data.get('name')!r}: the exponential mechanism takes at most"
                 f" {MAX_DOMAIN} values (its channel is a dense d×d matrix), got {d}"
             )
-        message = _utility_message(str(data.get("name")), data.get("utility", "ordinal"), d)
+        if "utility" not in data:
+            return data  # the field is required: pydantic says so
+        message = _utility_message(str(data.get("name")), data["utility"], d)
         if message is not None:
             raise ValueError(message)
         return data

@@ -47,29 +47,24 @@ def test_exact_epsilon_is_that_of_the_probabilities_drawn(epsilon: float) -> Non
     assert m.exact_epsilon == pytest.approx(epsilon, rel=1e-9 if epsilon < 10 else 1e-4)
 
 
-def test_epsilon_at_the_float_boundary() -> None:
-    """ε = 36 still leaves P(+C|−1) ≈ 2e-16 ≥ 2^-53; at ε = 40 it rounds to 0: refused."""
-    assert math.isfinite(DuchiRandomizer(epsilon=36.0, lo=0.0, hi=1.0).exact_epsilon)
-    assert math.isinf(DuchiRandomizer(epsilon=40.0, lo=0.0, hi=1.0).exact_epsilon)
+def _duchi_config(epsilon: float) -> None:
+    attribute = {"name": "a", "mechanism": "duchi", "lo": 0, "hi": 1}
     build_config(
-        CollectionSpec.model_validate(
-            {
-                "name": "n",
-                "epsilon": 36.0,
-                "attributes": [{"name": "a", "mechanism": "duchi", "lo": 0, "hi": 1}],
-            }
-        )
+        CollectionSpec.model_validate({"name": "n", "epsilon": epsilon, "attributes": [attribute]})
     )
+
+
+def test_epsilon_at_the_float_boundary() -> None:
+    """P(+C|−1) ≈ e^-ε is drawn on the lattice k/2^53: at ε = 15 the drawn channel spends ε
+    to 1e-9 and is accepted; at ε = 26 it would spend 26.0000127, more than allotted,
+    and at ε = 40 the probability rounds to 0 (infinite ε): both refused."""
+    assert DuchiRandomizer(epsilon=15.0, lo=0.0, hi=1.0).exact_epsilon == pytest.approx(15.0)
+    _duchi_config(15.0)
+    with pytest.raises(ValueError, match=r"more than the 26\.0 allotted"):
+        _duchi_config(26.0)
+    assert math.isinf(DuchiRandomizer(epsilon=40.0, lo=0.0, hi=1.0).exact_epsilon)
     with pytest.raises(ValueError, match="not finite"):
-        build_config(
-            CollectionSpec.model_validate(
-                {
-                    "name": "n",
-                    "epsilon": 40.0,
-                    "attributes": [{"name": "a", "mechanism": "duchi", "lo": 0, "hi": 1}],
-                }
-            )
-        )
+        _duchi_config(40.0)
 
 
 def test_the_output_lattice_does_not_depend_on_the_input() -> None:

@@ -345,3 +345,19 @@ def test_the_wire_format_example() -> None:
     words = np.array([(2 * 10**15) << 11], dtype=np.uint64)
     reported = m.perturb(np.array([3]), _Raw(words))  # type: ignore[arg-type]
     assert m.pack(reported).tobytes() == b"\x02"
+
+
+def test_an_integer_too_large_for_a_float_is_a_clear_error_not_a_crash() -> None:
+    """int(10**400) overflows float(): once an OverflowError (a 500 over HTTP)."""
+    from pydantic import ValidationError
+
+    from ldp_shared.schema import CollectionSpec
+
+    attribute = {
+        "name": "r",
+        "mechanism": "exponential",
+        "domain": ["a", "b"],
+        "utility": [[1, 10**400], [0, 1]],
+    }
+    with pytest.raises(ValidationError, match="entries must be finite numbers"):
+        CollectionSpec.model_validate({"name": "x", "epsilon": 1.0, "attributes": [attribute]})
