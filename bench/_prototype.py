@@ -26,7 +26,7 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import NDArray
 
-from ldp_shared.collection import CollectionConfig, randomizers_of
+from ldp_shared.collection import CollectionConfig
 from ldp_shared.kernel import GAP_SAMPLING_BELOW, bernoulli_flat_positions
 from ldp_shared.mechanisms import GeneralizedRandomizedResponse
 
@@ -108,7 +108,7 @@ class PrototypePrivatizer:
         if len(config.attributes) != 1:
             raise ValueError("the prototype handles one attribute")
         self.attribute = config.attributes[0]
-        self.mechanism = randomizers_of(config)[0]
+        self.mechanism = config.randomizers[0]
         self.lookup = {v: i for i, v in enumerate(self.attribute.domain)}
         q = self.mechanism.q
         self.bits = rate_bits(q if q <= 0.5 else 1.0 - q)

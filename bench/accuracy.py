@@ -31,7 +31,7 @@ import numpy as np
 from _common import DATA_DIR, base_parser, emit, log, start_marker, zipf_frequencies
 from ldp_shared.analyses.postprocess import POSTPROCESS_METHODS, postprocess
 from ldp_shared.codec import Privatizer, decode_reports
-from ldp_shared.collection import build_config, randomizers_of
+from ldp_shared.collection import build_config
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import AttributeSpec, CollectionSpec
 
@@ -165,7 +165,7 @@ def run_ours(
     )
     config = build_config(spec)
     privatizer = Privatizer(config)
-    mechanism = randomizers_of(config)[0]
+    mechanism = config.randomizers[0]
     run_mse: dict[str, list[float]] = {m: [] for m in POSTPROCESS_METHODS}
     for r in range(runs + extra_runs):
         packed = privatizer.privatize_columns({"v": strings}, rng=seeded_rng(seed + r))

@@ -35,7 +35,7 @@ import numpy as np
 from _common import base_parser, emit, log, start_marker, timed, zipf_frequencies
 from _prototype import PrototypePrivatizer
 from ldp_shared.codec import DEFAULT_CHUNK, Privatizer, decode_reports
-from ldp_shared.collection import build_config, randomizers_of
+from ldp_shared.collection import build_config
 from ldp_shared.kernel import bernoulli_matrix
 from ldp_shared.mechanisms import GeneralizedRandomizedResponse
 from ldp_shared.rand import secure_rng, seeded_rng
@@ -97,7 +97,7 @@ def bench_ours(
     )
     config = build_config(spec)
     privatizer = Privatizer(config)
-    mechanism = randomizers_of(config)[0]
+    mechanism = config.randomizers[0]
 
     full_times, packed = timed(
         lambda: privatizer.privatize_columns({"v": values}, rng=secure_rng()), repeats
@@ -154,7 +154,7 @@ def bench_prototype(
         epsilon=epsilon,
     )
     config = build_config(spec)
-    mechanism = randomizers_of(config)[0]
+    mechanism = config.randomizers[0]
     prototype = PrototypePrivatizer(config)
     times, packed = timed(lambda: prototype.privatize_columns(values, secure_rng()), repeats)
     decoded = decode_reports(config, packed)
@@ -183,7 +183,7 @@ def breakdown(mechanism_name: str, d: int, epsilon: float, idx: np.ndarray, valu
     )
     config = build_config(spec)
     attribute = config.attributes[0]
-    mechanism = randomizers_of(config)[0]
+    mechanism = config.randomizers[0]
     out: dict[str, Any] = {}
 
     # 1. domain strings -> value indices (the codec's lookup), and a cheaper equivalent

@@ -49,7 +49,6 @@ __all__ = [
     "allotted_epsilons",
     "build_config",
     "index_width",
-    "randomizers_of",
     "spec_hash",
     "verify_config",
 ]
@@ -335,11 +334,6 @@ def build_config(spec: CollectionSpec) -> CollectionConfig:
     )
     _remember(spec, privacy)
     return config
-
-
-def randomizers_of(config: CollectionConfig) -> list[Randomizer]:
-    """The randomizers of a config's attributes, in layout order."""
-    return config.randomizers
 
 
 FLOAT_TOLERANCE = 1e-12

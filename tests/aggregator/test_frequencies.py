@@ -11,7 +11,7 @@ from ldp_aggregator.frequencies import frequency_result
 from ldp_aggregator.storage.stats import Stats
 from ldp_shared.analyses.postprocess import norm_sub, project_to_simplex
 from ldp_shared.codec import decode_reports
-from ldp_shared.collection import CollectionConfig, build_config, randomizers_of
+from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.schema import CollectionSpec
 
@@ -35,7 +35,7 @@ def test_equals_the_mechanism_estimate(
 ) -> None:
     attribute = config.attributes[index]
     sums = stats.sums[attribute.stats_offset : attribute.stats_offset + attribute.d]
-    direct = randomizers_of(config)[index].estimate(sums, 2000, 0.9)
+    direct = config.randomizers[index].estimate(sums, 2000, 0.9)
     result = frequency_result(config, stats, name, confidence=0.9)
     assert result.values == domain
     assert result.mechanism == attribute.mechanism

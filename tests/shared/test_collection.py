@@ -14,7 +14,6 @@ from ldp_shared.collection import (
     allotted_epsilons,
     build_config,
     index_width,
-    randomizers_of,
     spec_hash,
     verify_config,
 )
@@ -146,7 +145,7 @@ def test_mask_only_collection() -> None:
 
 def test_randomizers_of() -> None:
     config = build_config(mixed_spec())
-    mechs = randomizers_of(config)
+    mechs = config.randomizers
     assert [type(m) for m in mechs] == [
         UnaryEncoding,
         GeneralizedRandomizedResponse,
