@@ -148,7 +148,8 @@ def lattice_channel(ideal: FloatArray, epsilon: float) -> LatticeChannel:
     cells, columns = ideal.shape
     if not 2 <= cells <= MAX_CELLS:
         raise ConfigurationError(f"a lattice channel needs 2 to {MAX_CELLS} cells, got {cells}")
-    quantised = integer_channel(ideal, epsilon)
+    # columns renormalised: quantise closes a column's gap one unit per cell and step
+    quantised = integer_channel(ideal / ideal.sum(axis=0, keepdims=True), epsilon)
     matrix = quantised.matrix
     t = level_values(columns - 1)
     v, residual = weighted_decoder(matrix, t)

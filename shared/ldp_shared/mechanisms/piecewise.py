@@ -72,13 +72,14 @@ def piecewise_variance(t: FloatArray, epsilon: float) -> FloatArray:
 
 def piecewise_channel(epsilon: float, levels: int, cells: int) -> FloatArray:
     """``M[g, k]``: the PM density at ``t_k`` integrated over ``G`` equal cells."""
-    c = piecewise_scale(epsilon)
+    c_minus_1 = 2.0 / math.expm1(epsilon / 2.0)  # C − 1 without cancellation
+    c = 1.0 + c_minus_1
     half = math.exp(epsilon / 2.0)
     high = (math.exp(epsilon) - half) / (2.0 * half + 2.0)
     low = high * math.exp(-epsilon)
     t = level_values(levels)
-    left = (c + 1.0) * t / 2.0 - (c - 1.0) / 2.0
-    right = left + c - 1.0
+    left = (c + 1.0) * t / 2.0 - c_minus_1 / 2.0
+    right = left + c_minus_1
     edges = np.linspace(-c, c, cells + 1)
     a, b = edges[:-1, None], edges[1:, None]
     overlap = np.clip(np.minimum(b, right[None, :]) - np.maximum(a, left[None, :]), 0.0, None)
