@@ -23,6 +23,12 @@ joint decoder uses. At ``α = 0`` the channel is Duchi's alone, on two cells: it
 answers carry no second moment (``w`` does not exist), so the spread of the values is not
 released and the standard error uses Duchi's conservative plug-in.
 
+The decoder minimises the variance averaged over the levels, not the worst case: the
+lattice HM's worst case per report is 4.30 at ε = 1 (continuous HM 4.29, PM 5.02,
+Duchi 4.68) and 1.16 at ε = 2 (1.04), but 0.288 at ε = 4 (0.219) and 0.0332 at ε = 8
+(0.0249, where the lattice PM gives 0.0253), with averages below the continuous HM's
+(0.177 and 0.0172). A minimax decoder would close that gap (see ``docs/mechanisms.md``).
+
 Segment: ``index``, 1 byte. Statistics: int64 ``counts[G]`` (``G = 256``, or 2 when
 ``ε <= 0.61``).
 """
