@@ -3,7 +3,10 @@
 Each numeric mechanism estimates the mean of its attribute's (clipped) values, with the
 standard error of its own variance formula (:meth:`~ldp_shared.mechanisms.base.Randomizer.
 estimate_stats`); under the ``sample`` budget from the ``n_j`` reports that carried the
-attribute, with the sampling variance added (bounded by ``(hi − m)(m − lo)``).
+attribute, with the sampling variance added (bounded by ``(hi − m)(m − lo)``). Where the
+mechanism's answers carry a second moment (the lattice mechanisms,
+:class:`~ldp_shared.mechanisms.lattice.MeanEstimate`), the estimated variance of the
+values is released too.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from ldp_aggregator.release import (
 )
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.stats import Stats
-from ldp_shared.analyses.joint import attribute_estimate
+from ldp_shared.analyses.joint import attribute_estimate, attribute_stats
 from ldp_shared.collection import CollectionConfig
+from ldp_shared.mechanisms.lattice import MeanEstimate
 from ldp_shared.wire import MeanResult
 
 
@@ -39,6 +43,11 @@ def mean_result(
     carried = carried_reports(config, attr, stats)
     estimate = attribute_estimate(config, attr, n, stats.sums, confidence, stats.floats)
     spec = config.spec_of(attr)
+    own = estimate
+    if carried is not None:  # the sampled estimate is rebuilt: ask the mechanism's own
+        stats_j = attribute_stats(config, attr, stats.sums, stats.floats)
+        own = config.randomizer(attr).estimate_stats(stats_j, carried, confidence)
+    spread = own.value_variance if isinstance(own, MeanEstimate) else None
     return MeanResult(
         collection=config.name,
         attribute=attr.name,
@@ -54,6 +63,7 @@ def mean_result(
         ci_low=float(estimate.ci_low[0]),
         ci_high=float(estimate.ci_high[0]),
         attribute_reports=carried,
+        variance=None if spread is None else float(spread[0]),
     )
 
 

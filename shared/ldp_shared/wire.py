@@ -126,6 +126,14 @@ class MeanResult(_AttributeRelease):
         exclude_if=lambda value: value is None,
         description="budget 'sample': how many of the n_reports carried this attribute",
     )
+    variance: float | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description=(
+            "estimated variance of the clipped true values (x units squared), where the"
+            " mechanism's answers carry a second moment (absent otherwise)"
+        ),
+    )
 
 
 # ---------------------------------------------------------------- naive Bayes (issue 3)

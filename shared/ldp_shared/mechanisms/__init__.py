@@ -1,8 +1,8 @@
 """Local randomizers: one module per mechanism, each registered by name.
 
 Importing this package registers the built-in mechanisms: ``oue``, ``sue``, ``grr``,
-``exponential`` and ``mask`` for categorical values and baskets, ``duchi`` for bounded
-numbers.
+``exponential`` and ``mask`` for categorical values and baskets, ``duchi``,
+``piecewise``, ``hybrid`` and ``laplace`` for bounded numbers.
 :mod:`ldp_shared.mechanisms.base` defines the interface a module implements and
 :mod:`ldp_shared.mechanisms.registry` maps names to spec classes; ``docs/mechanisms.md``
 lists the steps to add one.
@@ -22,7 +22,10 @@ from ldp_shared.mechanisms.grr import (
     GeneralizedRandomizedResponse,
     GeneralizedRandomizedResponseSpec,
 )
+from ldp_shared.mechanisms.hybrid import HybridRandomizer, HybridSpec
+from ldp_shared.mechanisms.laplace import LaplaceRandomizer, LaplaceSpec
 from ldp_shared.mechanisms.mask import Mask, MaskSpec
+from ldp_shared.mechanisms.piecewise import PiecewiseRandomizer, PiecewiseSpec
 from ldp_shared.mechanisms.registry import mechanism_names, register, spec_class
 from ldp_shared.mechanisms.unary import (
     OptimizedUnaryEncoding,
@@ -40,9 +43,15 @@ __all__ = [
     "ExponentialSpec",
     "GeneralizedRandomizedResponse",
     "GeneralizedRandomizedResponseSpec",
+    "HybridRandomizer",
+    "HybridSpec",
+    "LaplaceRandomizer",
+    "LaplaceSpec",
     "Mask",
     "MaskSpec",
     "OptimizedUnaryEncoding",
+    "PiecewiseRandomizer",
+    "PiecewiseSpec",
     "Randomizer",
     "Segment",
     "StatsBlock",

@@ -27,11 +27,12 @@ tight 1.0000000000000004, textbook 0.5000000000000004; the float channels for d 
 ``ε(λ)`` from ``[ε/(2Δu), ε/Δu]`` (doubling the top until it spends ε), keeping the largest
 ``λ`` found with ``ε(λ) <= ε``; the textbook scale may spend well under ``ε/2`` there.
 
-**Exact sampling.** Each column of the channel is quantised to int64 weights ``W[y, x]
->= 1`` summing to ``2^53`` (largest remainder), and a report is drawn with a uniform
-53-bit integer ``U`` (the top bits of one raw 64-bit word of the generator) as the first
-``y`` whose cumulative weight exceeds ``U``: ``P(y|x) = W[y,x]/2^53`` exactly. The
-published ε is ``channel_epsilon(W/2^53)`` (the division is exact), i.e. the ε of what is
+**Exact sampling** (:mod:`ldp_shared.mechanisms.integer_channel`). Each column of the
+channel is quantised to int64 weights ``W[y, x] >= 1`` summing to ``2^53`` (largest
+remainder), and a report is drawn with a uniform 53-bit integer ``U`` (the top bits of
+one raw 64-bit word of the generator) as the first ``y`` whose cumulative weight exceeds
+``U``: ``P(y|x) = W[y,x]/2^53`` exactly. The published ε is ``channel_epsilon(W/2^53)``
+(the division is exact), i.e. the ε of what is
 sent; a channel whose quantisation moves it above the allotted ε by more than
 :data:`EPSILON_SLACK` is refused (GRR over 40 values at ε = 20: probabilities near 2e-9).
 Far beyond, weights held at 1 cap the ε of a channel at ``ln(2^53 - d + 1) ≈ 36.7``.
@@ -61,21 +62,29 @@ from pydantic import model_validator
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
 from ldp_shared.kernel import FloatArray, FrequencyEstimate, channel_epsilon, z_value
 from ldp_shared.mechanisms._checks import check_epsilon, check_indices
-from ldp_shared.mechanisms.base import EPSILON_SLACK, Randomizer, Segment, StatsBlock, Unpacked
+from ldp_shared.mechanisms.base import EPSILON_SLACK as EPSILON_SLACK
+from ldp_shared.mechanisms.base import Randomizer, Segment, StatsBlock, Unpacked
 from ldp_shared.mechanisms.categorical import (
     CategoricalSpec,
     index_segment,
     pack_index,
     unpack_index,
 )
+from ldp_shared.mechanisms.integer_channel import (
+    TOTAL as TOTAL,
+)
+from ldp_shared.mechanisms.integer_channel import (
+    IntegerChannel,
+    integer_channel,
+)
+from ldp_shared.mechanisms.integer_channel import (
+    quantise as quantise,
+)
 from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
 Calibration = Literal["tight", "textbook"]
 UTILITY_NAMES = ("equality", "ordinal")
-TOTAL_BITS = 53
-TOTAL = 1 << TOTAL_BITS
-"""Every channel column's integer weights sum to ``2^53``."""
 MAX_DOMAIN = 512
 """Largest domain: the channel and its inverse are dense ``d × d`` matrices."""
 MAX_CONDITION = 1e10
@@ -215,47 +224,22 @@ def calibrate(matrix: FloatArray, epsilon: float, calibration: Calibration) -> f
     return lo
 
 
-def quantise(probabilities: FloatArray) -> NDArray[np.int64]:
-    """Integer weights ``>= 1`` per column summing to exactly ``2^53`` (largest remainder)."""
-    scaled = np.asarray(probabilities, dtype=np.float64) * float(TOTAL)  # exact scaling
-    weights = np.maximum(np.floor(scaled), 1.0).astype(np.int64)
-    remainder = scaled - weights
-    rows = np.broadcast_to(np.arange(weights.shape[0])[:, None], weights.shape)
-    while np.any(short := TOTAL - weights.sum(axis=0)):
-        step = np.sign(short)[None, :]
-        # short > 0: raise the largest remainders; short < 0: lower the smallest (not at 1)
-        key = np.where(step > 0, -remainder, np.where(weights > 1, remainder, np.inf))
-        rank = np.empty_like(rows)
-        np.put_along_axis(rank, np.argsort(key, axis=0, kind="stable"), rows, axis=0)
-        eligible = np.where(short > 0, weights.shape[0], (weights > 1).sum(axis=0))
-        change = step * (rank < np.minimum(np.abs(short), eligible)[None, :])
-        weights += change
-        remainder -= change
-    return weights
-
-
 @dataclass(frozen=True)
-class IntegerChannel:
-    """A quantised channel: weights ``W[y, x]`` (columns sum to ``2^53``) and what follows."""
+class ExponentialChannel(IntegerChannel):
+    """The integer channel of a utility, with its scale and its inverse for estimation."""
 
     scale: float
-    weights: NDArray[np.int64]
-    cumulative: NDArray[np.uint64]
-    epsilon: float
     condition: float
     inverse: FloatArray
-
-    @property
-    def matrix(self) -> FloatArray:
-        """``M[y, x] = W[y, x]/2^53``, exactly the probabilities the device samples."""
-        return self.weights / float(TOTAL)
 
 
 UtilityKey = str | tuple[tuple[float, ...], ...]
 
 
 @lru_cache(maxsize=32)
-def build_channel(d: int, utility: UtilityKey, epsilon: float, calibration: str) -> IntegerChannel:
+def build_channel(
+    d: int, utility: UtilityKey, epsilon: float, calibration: str
+) -> ExponentialChannel:
     """The integer channel of a utility at ``epsilon`` (cached: configs rebuild it often)."""
     if not 2 <= d <= MAX_DOMAIN:
         raise ConfigurationError(f"the exponential mechanism takes 2 to {MAX_DOMAIN} values")
@@ -265,25 +249,19 @@ def build_channel(d: int, utility: UtilityKey, epsilon: float, calibration: str)
     if utility_sensitivity(matrix) == 0.0:
         raise ConfigurationError("a constant utility gives answers that ignore the value")
     scale = calibrate(matrix, epsilon, "tight" if calibration == "tight" else "textbook")
-    weights = quantise(ideal_channel(matrix, scale))
-    exact = channel_epsilon(weights / float(TOTAL))
-    if exact > epsilon * (1.0 + EPSILON_SLACK):
-        raise ConfigurationError(
-            f"ε = {epsilon!r} needs report probabilities below what 53-bit weights represent"
-            f" (the quantised channel spends {exact!r}); use a smaller ε"
-        )
-    m = weights / float(TOTAL)
+    quantised = integer_channel(ideal_channel(matrix, scale), epsilon)
+    m = quantised.matrix
     condition = float(np.linalg.cond(m))
     if not condition <= MAX_CONDITION:
         raise ConfigurationError(
             f"the channel is too ill-conditioned to invert (condition number {condition:.3g} >"
             f" {MAX_CONDITION:.0e}); use a larger ε or fewer values"
         )
-    cumulative = np.cumsum(weights, axis=0).astype(np.uint64)
     inverse: FloatArray = np.linalg.inv(m).astype(np.float64)
-    for array in (weights, cumulative, inverse):
-        array.setflags(write=False)
-    return IntegerChannel(scale, weights, cumulative, exact, condition, inverse)
+    inverse.setflags(write=False)
+    return ExponentialChannel(
+        quantised.weights, quantised.cumulative, quantised.epsilon, scale, condition, inverse
+    )
 
 
 @dataclass(frozen=True)
@@ -294,7 +272,7 @@ class ExponentialRandomizer(Randomizer):
     epsilon: float
     utility: UtilityKey = "ordinal"
     calibration: Calibration = "tight"
-    channel: IntegerChannel = field(init=False, repr=False, compare=False)
+    channel: ExponentialChannel = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
@@ -328,17 +306,7 @@ class ExponentialRandomizer(Randomizer):
     ) -> NDArray[np.int64]:
         """Reported value indices: ``y`` = the first row whose cumulative weight in the
         true value's column exceeds a uniform 53-bit integer."""
-        idx = check_indices(values, self.d)
-        gen = resolve_rng(rng)
-        draws = np.asarray(gen.bit_generator.random_raw(idx.size), dtype=np.uint64)
-        draws >>= np.uint64(64 - TOTAL_BITS)
-        out = np.empty(idx.size, dtype=np.int64)
-        order = np.argsort(idx, kind="stable")
-        bounds = np.searchsorted(idx[order], np.arange(self.d + 1))
-        for x in np.flatnonzero(np.diff(bounds)):
-            rows = order[bounds[x] : bounds[x + 1]]
-            out[rows] = np.searchsorted(self.channel.cumulative[:, x], draws[rows], side="right")
-        return out
+        return self.channel.sample(check_indices(values, self.d), resolve_rng(rng))
 
     def pack(self, answers: NDArray[Any]) -> NDArray[np.uint8]:
         return pack_index(answers, self.segment.byte_length)
