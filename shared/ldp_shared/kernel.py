@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any, Self
 
 import numpy as np
 from numpy.typing import NDArray
@@ -122,22 +123,31 @@ class FrequencyEstimate:
         """Estimated number of reporters per value (``n · f̂``)."""
         return self.estimate * self.n
 
+    @classmethod
+    def normal(
+        cls, n: int, estimate: FloatArray, stderr: FloatArray, confidence: float, **extra: Any
+    ) -> Self:
+        """The estimate with normal intervals ``estimate ± z·stderr`` at ``confidence``."""
+        z = z_value(confidence)
+        return cls(
+            n=n,
+            estimate=estimate,
+            stderr=stderr,
+            ci_low=estimate - z * stderr,
+            ci_high=estimate + z * stderr,
+            confidence=confidence,
+            **extra,
+        )
+
 
 def estimate_frequencies(
     sums: NDArray[np.integer] | FloatArray, n: int, p: float, q: float, confidence: float = 0.95
 ) -> FrequencyEstimate:
     """Debias per-value counts and attach plug-in standard errors and normal intervals."""
-    z = z_value(confidence)
+    z_value(confidence)  # refuse a bad level before any work
     f_hat = debias(sums, n, p, q)
     se = np.sqrt(frequency_variance(f_hat, n, p, q))
-    return FrequencyEstimate(
-        n=n,
-        estimate=f_hat,
-        stderr=se,
-        ci_low=f_hat - z * se,
-        ci_high=f_hat + z * se,
-        confidence=confidence,
-    )
+    return FrequencyEstimate.normal(n, f_hat, se, confidence)
 
 
 def bernoulli_flat_positions(rate: float, size: int, rng: np.random.Generator) -> NDArray[np.int64]:

@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 
 from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
-from ldp_shared.kernel import FloatArray, FrequencyEstimate, frequency_variance, z_value
+from ldp_shared.kernel import FloatArray, FrequencyEstimate, frequency_variance
 from ldp_shared.mechanisms.base import Blocks
 
 Sums = NDArray[np.integer] | FloatArray
@@ -123,16 +123,7 @@ def joint_estimate(attribute: AttributeConfig, n: int, sums: Sums) -> JointEstim
 def _estimate(
     n: int, estimate: FloatArray, variance: FloatArray, confidence: float
 ) -> FrequencyEstimate:
-    z = z_value(confidence)
-    se = np.sqrt(variance)
-    return FrequencyEstimate(
-        n=n,
-        estimate=estimate,
-        stderr=se,
-        ci_low=estimate - z * se,
-        ci_high=estimate + z * se,
-        confidence=confidence,
-    )
+    return FrequencyEstimate.normal(n, estimate, np.sqrt(variance), confidence)
 
 
 def feature_marginal(

@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldp_shared.errors import ConfigurationError, InvalidRecordError
-from ldp_shared.kernel import FloatArray, FrequencyEstimate, z_value
+from ldp_shared.kernel import FloatArray, FrequencyEstimate
 from ldp_shared.mechanisms._checks import check_epsilon
 from ldp_shared.mechanisms.base import Blocks, Randomizer, Segment, StatsBlock, Unpacked
 from ldp_shared.mechanisms.numeric import NumericSpec, bounded_variance, from_unit
@@ -138,8 +138,7 @@ class DuchiRandomizer(Randomizer):
         half = (self.hi - self.lo) / 2.0
         mean = from_unit(np.array([t_hat]), self.lo, self.hi)
         se = np.array([math.sqrt(self.variance_t(t_hat, n)) * half])
-        z = z_value(confidence)
-        return FrequencyEstimate(n, mean, se, mean - z * se, mean + z * se, confidence)
+        return FrequencyEstimate.normal(n, mean, se, confidence)
 
     def unit_variance(self, estimate: NDArray[np.float64]) -> NDArray[np.float64]:
         return bounded_variance(estimate, self.lo, self.hi)

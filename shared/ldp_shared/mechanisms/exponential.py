@@ -328,7 +328,7 @@ class ExponentialRandomizer(Randomizer):
         return f_hat, covariance
 
     def estimate_stats(self, stats: Any, n: int, confidence: float) -> FrequencyEstimate:
-        z = z_value(confidence)
+        z_value(confidence)  # refuse a bad level before any work
         f_hat, covariance = self.estimate_covariance(stats["counts"], n)
         se = np.sqrt(np.maximum(np.diag(covariance), 0.0))
-        return FrequencyEstimate(n, f_hat, se, f_hat - z * se, f_hat + z * se, confidence)
+        return FrequencyEstimate.normal(n, f_hat, se, confidence)

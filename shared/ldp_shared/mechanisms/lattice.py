@@ -60,7 +60,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldp_shared.errors import ConfigurationError, InvalidQueryError, InvalidRecordError
-from ldp_shared.kernel import FloatArray, FrequencyEstimate, z_value
+from ldp_shared.kernel import FloatArray, FrequencyEstimate
 from ldp_shared.mechanisms._checks import check_epsilon
 from ldp_shared.mechanisms.base import Blocks, Randomizer, Segment, StatsBlock, Unpacked
 from ldp_shared.mechanisms.categorical import index_segment, pack_index, unpack_index
@@ -265,11 +265,8 @@ class LatticeRandomizer(Randomizer):
         half = (self.hi - self.lo) / 2.0
         mean = from_unit(np.array([t_hat]), self.lo, self.hi)
         se = np.array([math.sqrt(var_t) * half])
-        z = z_value(confidence)
         value_variance = None if spread is None else np.array([spread * half * half])
-        return MeanEstimate(
-            n, mean, se, mean - z * se, mean + z * se, confidence, value_variance=value_variance
-        )
+        return MeanEstimate.normal(n, mean, se, confidence, value_variance=value_variance)
 
     def unit_variance(self, estimate: NDArray[np.float64]) -> NDArray[np.float64]:
         return bounded_variance(estimate, self.lo, self.hi)
