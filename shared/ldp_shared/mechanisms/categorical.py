@@ -122,6 +122,26 @@ class BitVectorRandomizer(BitwiseRandomizer):
         return {"counts": answers.sum(axis=0, dtype=np.int64)}
 
 
+class ValueIndexAnswers(Randomizer):
+    """A randomizer that answers one value index of ``d`` (GRR, the exponential mechanism):
+    an ``index`` segment, and ``counts[d]`` of the answers as its statistics."""
+
+    d: int
+
+    @property
+    def segment(self) -> Segment:
+        return index_segment(self.d)
+
+    def pack(self, answers: NDArray[Any]) -> NDArray[np.uint8]:
+        return pack_index(answers, self.segment.byte_length)
+
+    def unpack(self, segment: NDArray[np.uint8]) -> Unpacked:
+        return unpack_index(segment, self.d)
+
+    def accumulate(self, answers: NDArray[Any]) -> dict[str, NDArray[Any]]:
+        return {"counts": np.bincount(answers, minlength=self.d).astype(np.int64)}
+
+
 def domain_indices(
     domain: Sequence[str], values: Sequence[Any] | NDArray[Any], error: str
 ) -> NDArray[np.int64]:

@@ -63,12 +63,10 @@ from ldp_shared.errors import ConfigurationError, InvalidQueryError
 from ldp_shared.kernel import FloatArray, FrequencyEstimate, channel_epsilon, z_value
 from ldp_shared.mechanisms._checks import check_epsilon, check_indices
 from ldp_shared.mechanisms.base import EPSILON_SLACK as EPSILON_SLACK
-from ldp_shared.mechanisms.base import Randomizer, Segment, StatsBlock, Unpacked
+from ldp_shared.mechanisms.base import StatsBlock
 from ldp_shared.mechanisms.categorical import (
     CategoricalSpec,
-    index_segment,
-    pack_index,
-    unpack_index,
+    ValueIndexAnswers,
 )
 from ldp_shared.mechanisms.integer_channel import (
     TOTAL as TOTAL,
@@ -265,7 +263,7 @@ def build_channel(
 
 
 @dataclass(frozen=True)
-class ExponentialRandomizer(Randomizer):
+class ExponentialRandomizer(ValueIndexAnswers):
     """The exponential mechanism over ``d`` values with a named or explicit utility."""
 
     d: int
@@ -287,10 +285,6 @@ class ExponentialRandomizer(Randomizer):
         return self.channel.epsilon
 
     @property
-    def segment(self) -> Segment:
-        return index_segment(self.d)
-
-    @property
     def stats_layout(self) -> tuple[StatsBlock, ...]:
         return (StatsBlock("counts", "int64", self.d),)
 
@@ -307,15 +301,6 @@ class ExponentialRandomizer(Randomizer):
         """Reported value indices: ``y`` = the first row whose cumulative weight in the
         true value's column exceeds a uniform 53-bit integer."""
         return self.channel.sample(check_indices(values, self.d), resolve_rng(rng))
-
-    def pack(self, answers: NDArray[Any]) -> NDArray[np.uint8]:
-        return pack_index(answers, self.segment.byte_length)
-
-    def unpack(self, segment: NDArray[np.uint8]) -> Unpacked:
-        return unpack_index(segment, self.d)
-
-    def accumulate(self, answers: NDArray[Any]) -> dict[str, NDArray[Any]]:
-        return {"counts": np.bincount(answers, minlength=self.d).astype(np.int64)}
 
     def estimate_covariance(self, counts: ArrayLike, n: int) -> tuple[FloatArray, FloatArray]:
         """``f̂ = M^-1 C/n`` and its plug-in covariance ``(M^-1 diag(π̂) M^-T - f̂f̂ᵀ)/n``."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -28,13 +28,10 @@ from ldp_shared.kernel import (
     channel_epsilon,
 )
 from ldp_shared.mechanisms._checks import check_domain_size, check_epsilon, check_indices
-from ldp_shared.mechanisms.base import Segment, Unpacked
 from ldp_shared.mechanisms.categorical import (
     BitwiseRandomizer,
     CategoricalSpec,
-    index_segment,
-    pack_index,
-    unpack_index,
+    ValueIndexAnswers,
 )
 from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
@@ -62,7 +59,7 @@ class GeneralizedRandomizedResponseSpec(CategoricalSpec):
 
 
 @dataclass(frozen=True)
-class GeneralizedRandomizedResponse(BitwiseRandomizer):
+class GeneralizedRandomizedResponse(ValueIndexAnswers, BitwiseRandomizer):
     """GRR of a ``d``-valued attribute at privacy ``epsilon``."""
 
     d: int
@@ -96,19 +93,6 @@ class GeneralizedRandomizedResponse(BitwiseRandomizer):
     def counts(self, reported: ArrayLike) -> NDArray[np.int64]:
         """``C_v``: how many reports equal each value (the sufficient statistic)."""
         return np.bincount(check_indices(reported, self.d), minlength=self.d).astype(np.int64)
-
-    @property
-    def segment(self) -> Segment:
-        return index_segment(self.d)
-
-    def pack(self, answers: NDArray[Any]) -> NDArray[np.uint8]:
-        return pack_index(answers, self.segment.byte_length)
-
-    def unpack(self, segment: NDArray[np.uint8]) -> Unpacked:
-        return unpack_index(segment, self.d)
-
-    def accumulate(self, answers: NDArray[Any]) -> dict[str, NDArray[Any]]:
-        return {"counts": np.bincount(answers, minlength=self.d).astype(np.int64)}
 
     def channel_matrix(self) -> FloatArray:
         """``M[y, x] = P(report y | value x)``: ``p`` on the diagonal, ``q`` elsewhere."""
