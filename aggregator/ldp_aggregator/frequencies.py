@@ -6,7 +6,7 @@ of its joint estimates, and the label's are combined over the features
 attribute is estimated from the reports that carried it, with the sampling variance added.
 
 ``postprocess=ibu`` adds the iterative Bayesian update over the attribute's channel
-(:mod:`ldp_shared.analyses.ibu`, SQUAREM-accelerated) beside the raw estimate; an
+(:mod:`ldp_shared.analyses.ibu`, plain EM updates) beside the raw estimate; an
 attribute with ordered values also gets its CDF, mean rank and median
 (:mod:`ldp_shared.analyses.ordinal`).
 """
@@ -83,7 +83,7 @@ def _ibu(config: CollectionConfig, attr: AttributeConfig, stats: Stats) -> IBURe
             f"attribute {attr.name!r} ({attr.mechanism}) does not state a finite channel,"
             " which IBU needs; use postprocess=norm-sub or simplex"
         )
-    fit = bayesian_update(channel, accelerate=True)
+    fit = bayesian_update(channel)
     if attr.is_feature:
         marginal = fit.estimate.reshape(attr.d, attr.classes).sum(axis=1)
         return replace(fit, estimate=marginal)

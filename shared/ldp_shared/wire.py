@@ -92,7 +92,7 @@ class _AttributeRelease(_Wire):
 class IBUStatus(_Wire):
     """How the iterative Bayesian update of ``postprocess=ibu`` ended."""
 
-    iterations: int = Field(description="updates computed (SQUAREM steps count their updates)")
+    iterations: int = Field(description="EM updates computed (at most 10,000)")
     converged: bool = Field(description="whether the last update moved the estimate ≤ tolerance")
     change: float = Field(description="L1 distance moved by the last update")
     tolerance: float

@@ -80,7 +80,7 @@ def test_ibu_is_the_library_s_beside_the_raw_estimate(client: TestClient, name: 
     randomizer = config.randomizer(config.attribute(name))
     channel = randomizer.report_channel(_stats(config, batch.sums, name), 3_000)
     assert channel is not None
-    fit = bayesian_update(channel, accelerate=True)
+    fit = bayesian_update(channel)
     np.testing.assert_allclose(result["postprocessed"], fit.estimate, rtol=1e-12, atol=1e-15)
     assert result["ibu"] == {
         "iterations": fit.iterations,
@@ -140,7 +140,7 @@ def test_ibu_of_a_feature_sums_its_joint_cells(client: TestClient) -> None:
     feature = config.attribute("color")
     channel = config.randomizer(feature).report_channel(_stats_joint(feature, batch.sums), 1_000)
     assert channel is not None
-    joint = bayesian_update(channel, accelerate=True).estimate.reshape(4, 2).sum(axis=1)
+    joint = bayesian_update(channel).estimate.reshape(4, 2).sum(axis=1)
     np.testing.assert_allclose(result.json()["postprocessed"], joint, rtol=1e-12)
     label = client.get(url, params={"attribute": "cls", "postprocess": "ibu"}, headers=ANALYST)
     assert label.status_code == 422 and slug(label) == "invalid-query"

@@ -25,16 +25,28 @@ mechanism at ε = 4, 4,043 for GRR at ε = 1, 18,566 for ordinal at ε = 2 and 1
 ε = 1. Stopping early still returns a distribution; what is left unresolved lies along
 the directions the reports barely inform, where the sampling error is largest too.
 
-*Acceleration* (``accelerate=True``, what the frequency endpoint uses): SQUAREM
-(Varadhan and Roland, "Simple and globally convergent methods for accelerating the
-convergence of any EM algorithm", Scand. J. Statist. 2008, scheme S3). From ``f``, two
-updates ``f1``, ``f2`` give ``r = f1 − f`` and ``v = f2 − 2f1 + f``; the point ``f −
-2αr + α²v`` with ``α = min(−‖r‖/‖v‖, −1)`` (``α = −1`` is ``f2``), with ``α`` moved
-halfway to −1 (at most 8 times, then ``f2``) while the point leaves the open simplex,
-is normalised and updated once more; if that lowers the likelihood below ``f2``'s,
-``f2`` is kept. So the likelihood never decreases and the fixed point is the same.
-The same four cases need 100, 76, 478 and 1,051 updates (each cycle costs three
-updates and two likelihoods).
+*Acceleration* (``accelerate=True``): SQUAREM (Varadhan and Roland, "Simple and
+globally convergent methods for accelerating the convergence of any EM algorithm",
+Scand. J. Statist. 2008, scheme S3). From ``f``, two updates ``f1``, ``f2`` give ``r = f1
+− f`` and ``v = f2 − 2f1 + f``; the point ``f − 2αr + α²v`` with ``α = min(−‖r‖/‖v‖, −1)``
+(``α = −1`` is ``f2``), with ``α`` moved halfway to −1 (at most 8 times, then ``f2``)
+while the point leaves the open simplex, is normalised and updated once more; if that
+lowers the likelihood below ``f2``'s, ``f2`` is kept. So the likelihood never decreases
+and the fixed point is the same. The same four cases need 100, 76, 478 and 1,051
+updates (each cycle costs three updates and two likelihoods).
+
+Which to use: they agree wherever the plain iteration converges. Where it does not
+within its budget, the two stop at different points: SQUAREM close to the maximum of
+the likelihood, the plain iteration short of it, smoother (started from the uniform
+distribution, early stopping acts as a regulariser). Where the channel is
+ill-conditioned the maximum itself is far from the truth: from 10^5 reports of a
+bell-shaped truth, over 32 to 512 values of the ordinal exponential mechanism, the L1
+error of SQUAREM's point is 0.76 to 1.65 against 0.28 to 0.49 after 10,000 plain
+updates; OUE over 512 values at ε = 1 converges to an L1 error of 1.20 where the
+unconverged plain iterate has 0.74; GRR over 128 to 512 values at ε <= 2 is about equal
+(``bench/quantiles.py``). The frequency endpoint therefore runs the plain iteration,
+the IBU of the literature, and says whether it converged; SQUAREM serves offline use
+and the tests that need the maximum itself.
 
 *Channels.* :func:`bayesian_update` takes a mechanism's
 :class:`~ldp_shared.mechanisms.likelihood.ReportChannel` (``M f`` and ``Mᵀ r`` as

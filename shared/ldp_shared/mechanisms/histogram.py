@@ -16,10 +16,10 @@ per report (values drawn i.i.d.): GRR ``g(1−g)·((a + B − 1)/(a − 1))²`` 
 frequencies are multinomial), OUE, whose CDF is normalised by the estimate's total
 (:func:`ldp_shared.analyses.ordinal.normalised`), ``g(1−g)·(((a + 1)² + 4(B − 1)a)/(a −
 1)² + 1)``. So GRR wins exactly when ``B − 1 < a + √(2a² + 2)``, i.e. up to about
-``2.4·e^ε`` bins: 7 bins at ε = 1, 18 at ε = 2, 132 at ε = 4. (Wang et al., USENIX
-Security 2017, §5, give the analogous rule ``B < 3e^ε + 2`` for single frequencies.)
+``2.4·e^ε`` bins: 7 bins at ε = 1, 18 at ε = 2, 132 at ε = 4. (For single frequencies
+Wang et al., USENIX Security 2017, find GRR better while ``B < 3e^ε + 2``.)
 The ordinal exponential mechanism is not offered: its channel spreads each report over
-neighbouring bins, which inverts badly; its worst CDF variance is 5 to 40 times GRR's at
+neighbouring bins, which inverts badly; its worst CDF variance is 9 to 62 times GRR's at
 8 to 16 bins and ε = 1 to 4. The Square Wave mechanism (Li et al., SIGMOD 2020) would
 report the value itself rather than its bin, but its EM-smoothed estimate has no
 covariance to build intervals on; it is not implemented.

@@ -184,3 +184,20 @@ def test_cannot_join_a_label(role: str) -> None:
         CollectionSpec.model_validate(
             {"name": "c", "epsilon": 1.0, "attributes": attributes, "label": label}
         )
+
+
+def test_the_wire_format_example() -> None:
+    """docs/wire-format.md, Histograms: 6 age bins at ε = 1 (GRR), 12 (OUE)."""
+    randomizer = spec().randomizer(1.0)
+    assert randomizer.published() == {
+        "p": 0.35218742835175143,
+        "q": 0.12956251432964971,
+        "channel": "grr",
+    }
+    assert spec().encode([42.5, 100, -3]).tolist() == [2, 5, 0]
+    kept = randomizer.pack(np.array([2]))
+    assert kept.tobytes() == b"\x02"
+    fine = spec(edges=[17, 20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 91]).randomizer(1.0)
+    assert fine.published() == {"p": 0.5, "q": 0.2689414213699951, "channel": "oue"}
+    assert (fine.segment.encoding, fine.segment.byte_length) == ("bits", 2)
+    assert spec(edges=[0, 0.5, 1000, 2000]).values[:2] == ["[0, 0.5)", "[0.5, 1000)"]
