@@ -150,11 +150,21 @@ def body_validation_problem(error: type[LDPError]) -> Callable[[F], F]:
     return mark
 
 
+PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
+"""What pydantic puts before the message of a validator's ``ValueError`` (dropped)."""
+
+
+def _readable(message: str) -> str:
+    for prefix in PYDANTIC_PREFIXES:
+        message = message.removeprefix(prefix)
+    return message
+
+
 def _validation_errors(raw: Sequence[Any]) -> list[ProblemDetailError]:
     return [
         ProblemDetailError(
             loc=[part if isinstance(part, int) else str(part) for part in item.get("loc", ())],
-            msg=str(item.get("msg", "invalid")),
+            msg=_readable(str(item.get("msg", "invalid"))),
         )
         for item in raw
     ]
