@@ -20,27 +20,26 @@ import math
 import numpy as np
 import pytest
 
+from ldp_shared.kernel import FloatArray
 from ldp_shared.mechanisms import GaussianRandomizer
 from ldp_shared.mechanisms.gaussian import SIGMAS, Calibration, gaussian_channel
-from ldp_shared.mechanisms.integer_channel import integer_channel
-from ldp_shared.rand import seeded_rng
 
+from ._lattice_checks import (
+    ages_population,
+    assert_channel_with_power,
+    assert_mean_unbiased_exact_covering,
+    repeated_counts,
+)
 from ._stats import (
     ALPHA,
-    POWER_MARGIN_SD,
     assert_variance_power,
-    chi2_gof_rows,
-    chi2_quantile,
-    normal_two_sided_pvalue,
     variance_ratio_pvalue,
     wrong_epsilons,
 )
-from .test_lattice import _pooled_noncentrality
 
 pytestmark = pytest.mark.statistical
 
 SEED = 7_500_001
-PER_LEVEL = 40_000
 DELTA = 1e-5
 CASES: list[tuple[float, Calibration]] = [(1.0, "analytic"), (4.0, "analytic"), (0.5, "classical")]
 
@@ -56,29 +55,12 @@ def test_answers_follow_the_integer_channel_and_a_wrong_epsilon_is_caught(
     epsilon: float, calibration: Calibration
 ) -> None:
     right = make(epsilon, calibration)
-    k, cells = right.channel.levels, right.channel.cells
-    levels = sorted({0, k // 2, k})
-    columns = right.channel.matrix[:, levels].T
-    t = -1.0 + 2.0 * np.array(levels) / k
-    rng = seeded_rng(SEED)
+    k, margin = right.channel.levels, right.lattice.margin
 
-    def observed(sampled: np.ndarray) -> np.ndarray:
-        rows = sampled.reshape(len(levels), PER_LEVEL)
-        return np.stack([np.bincount(r, minlength=cells) for r in rows])
+    def wrong_ideal(wrong_eps: float) -> FloatArray:
+        return gaussian_channel(SIGMAS[calibration](wrong_eps, DELTA, float(k)), k, margin)
 
-    answers = right.perturb(np.repeat(t, PER_LEVEL), rng)
-    assert chi2_gof_rows(observed(answers), columns).pvalue > ALPHA
-    for wrong_eps in wrong_epsilons(epsilon):
-        s = SIGMAS[calibration](wrong_eps, DELTA, float(k))
-        wrong = integer_channel(gaussian_channel(s, k, right.lattice.margin), math.inf)
-        w_cols = wrong.matrix[:, levels].T
-        pairs = zip(columns, w_cols, strict=True)
-        lam = sum(_pooled_noncentrality(PER_LEVEL, p, q) for p, q in pairs)
-        df = len(levels) * (cells - 1)
-        crit = chi2_quantile(1 - ALPHA, df)
-        assert df + lam - POWER_MARGIN_SD * math.sqrt(2 * (df + 2 * lam)) > crit, (lam, df)
-        drawn = wrong.sample(np.repeat(np.array(levels), PER_LEVEL), rng)
-        assert chi2_gof_rows(observed(drawn), columns).pvalue < ALPHA, wrong_eps
+    assert_channel_with_power(right, wrong_ideal, SEED)
 
 
 REPETITIONS = 2_000
@@ -86,40 +68,20 @@ WRONG_REPETITIONS = 800
 N = 10_000
 
 
-def _population(rng: np.random.Generator) -> np.ndarray:
-    ages = np.clip(17 + rng.gamma(4.0, 6.0, size=N), 17, 90)
-    return 2 * (ages - 17) / 73 - 1
-
-
-def _counts(m: GaussianRandomizer, t: np.ndarray, repetitions: int, seed: int) -> np.ndarray:
-    answers = m.perturb(np.tile(t, repetitions), seeded_rng(seed)).reshape(repetitions, N)
-    cells = m.channel.cells
-    offsets = answers + cells * np.arange(repetitions)[:, None]
-    return np.bincount(offsets.ravel(), minlength=cells * repetitions).reshape(repetitions, -1)
-
-
 @pytest.mark.parametrize(("epsilon", "calibration"), CASES[:2])
 def test_the_mean_is_unbiased_its_variance_exact_and_its_intervals_cover(
     epsilon: float, calibration: Calibration
 ) -> None:
-    t = _population(np.random.default_rng(SEED + 1))
-    truth = float(t.mean())
+    t = ages_population(np.random.default_rng(SEED + 1), N)
     m = make(epsilon, calibration)  # t itself is the value
-    exact_var = float(m.channel.report_variance(t).sum()) / N**2
-    released = [m.estimate_stats({"counts": c}, N, 0.95) for c in _counts(m, t, REPETITIONS, 2)]
-    means = np.array([r.estimate[0] for r in released])
-    z = (means.mean() - truth) / math.sqrt(exact_var / REPETITIONS)
-    assert normal_two_sided_pvalue(z) > ALPHA, z
-    assert variance_ratio_pvalue(float(means.var(ddof=1)), exact_var, REPETITIONS) > ALPHA
-    covered = [r.ci_low[0] <= truth <= r.ci_high[0] for r in released]
-    assert 0.93 <= float(np.mean(covered)) <= 0.97
+    released, exact_var = assert_mean_unbiased_exact_covering(m, t, REPETITIONS, SEED + 2)
     assert all(r.value_variance is None for r in released)  # K < 16: no spread released
     # power: the means of the mechanisms calibrated at the wrong ε fail the variance test
     for wrong_eps in wrong_epsilons(epsilon):
         wrong = make(wrong_eps, calibration)
         ratio = float(wrong.channel.report_variance(t).sum()) / N**2 / exact_var
         assert_variance_power(ratio, WRONG_REPETITIONS, ALPHA)
-        counts = _counts(wrong, t, WRONG_REPETITIONS, 3)
+        counts = repeated_counts(wrong, t, WRONG_REPETITIONS, 3)
         wrong_means = counts / N @ wrong.channel.mean_decoder
         pvalue = variance_ratio_pvalue(float(wrong_means.var(ddof=1)), exact_var, WRONG_REPETITIONS)
         assert pvalue < ALPHA, wrong_eps
@@ -128,8 +90,8 @@ def test_the_mean_is_unbiased_its_variance_exact_and_its_intervals_cover(
 def test_the_spread_of_the_values_where_the_grid_allows_it() -> None:
     m = make(8.0)  # K = 16: the variance of the values is released
     assert m.channel.levels >= 16
-    t = _population(np.random.default_rng(SEED + 4))
-    released = [m.estimate_stats({"counts": c}, N, 0.95) for c in _counts(m, t, 400, 5)]
+    t = ages_population(np.random.default_rng(SEED + 4), N)
+    released = [m.estimate_stats({"counts": c}, N, 0.95) for c in repeated_counts(m, t, 400, 5)]
     spread = np.array([r.value_variance[0] for r in released if r.value_variance is not None])
     assert spread.size == 400
     sd = float(spread.std(ddof=1)) / math.sqrt(spread.size)
