@@ -235,6 +235,10 @@ def build_gaussian(epsilon: float, delta: float, calibration: Calibration) -> Ga
 
     Each candidate ``K`` is calibrated on its extreme levels (the farthest shift diverges
     most); the chosen one is then checked, and if need be raised further, on every pair."""
+    if calibration not in SIGMAS:
+        raise ConfigurationError(
+            f"calibration must be 'analytic' or 'classical', got {calibration!r}"
+        )
     built: list[tuple[float, float, int, LatticeChannel]] = []
     for levels in (1 << j for j in range(MAX_LEVELS.bit_length())):
         start = SIGMAS[calibration](epsilon, delta, float(levels))

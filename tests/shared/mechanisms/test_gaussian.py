@@ -291,6 +291,10 @@ def test_a_missing_delta_and_configurations_that_cannot_be_built() -> None:
     assert "\n" not in str(too_wide.value)
     with pytest.raises(ConfigurationError, match="finite"):
         make(math.inf)
+    with pytest.raises(ConfigurationError, match="'analytic' or 'classical'"):
+        make(1.0, calibration="exact")
+    with pytest.raises(ConfigurationError, match=r"\(0, 1\)"):
+        make(1.0, delta=0.0)
 
 
 def test_bad_values_on_the_device() -> None:
