@@ -54,6 +54,7 @@ def mean_result(
         mechanism=attr.mechanism,
         n_reports=n,
         epsilon=config.privacy.attribute(attr.name).epsilon,
+        delta=config.privacy.attribute(attr.name).delta,
         record_epsilon=config.epsilon,
         confidence=confidence,
         lo=float(getattr(spec, "lo")),  # noqa: B009  (every mean-released spec has bounds)
