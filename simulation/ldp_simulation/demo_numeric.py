@@ -240,9 +240,11 @@ def _choice(mean: dict[str, Any]) -> str:
 def format_numeric(block: dict[str, Any]) -> list[str]:
     """The demo table's numeric lines, from the ``"numeric"`` JSON block."""
     level = f"{block['confidence']:.0%}"
+    n, size = block["n_reports"], block["n_records"]
+    which = f"the first {n:,} of {size:,}" if n <= size else f"the {size:,} repeated in order"
     lines = [
         f"means of {' and '.join(block['means'])}, mixed with {' and '.join(block['frequencies'])} "
-        f"({block['n_reports']:,} clients reported the {block['n_records']:,} records, repeated; "
+        f"({n:,} clients, one per record of {which}; "
         f"budget '{block['budget']}', ε = {block['epsilon']:.3g} per record)",
         f"data: {block['data_citation']}",
         f"  {'attribute':<15} {'bounds':<9} {'mechanism':<9} {'ε':>4} {'reports':>7} "

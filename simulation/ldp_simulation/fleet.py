@@ -51,7 +51,7 @@ class DemoOptions:
     confidence: float = 0.95
     seed: int | None = None
     batch_size: int = 1000
-    budget: str = "sample"  # the naive Bayes collection's budget mode: "split" or "sample"
+    budget: str = "sample"  # how the naive Bayes and Adult collections spend ε: "split"/"sample"
 
 
 def free_port() -> int:
