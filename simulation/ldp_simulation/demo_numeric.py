@@ -48,11 +48,12 @@ SEED_OFFSET = 2_000_003  # these clients' noise differs from the other parts'
 
 # The numeric mechanisms the demo picks from: Hybrid and Piecewise (Wang et al., ICDE
 # 2019), whose worst-case variance per report (rounding included) follows exactly from
-# the lattice channel the device samples. The other two are left out because at no ε do
-# they beat Hybrid (docs/mechanisms.md, worst case on the [−1, 1] scale): Duchi et al.'s
-# C² is Hybrid's at small ε and above it from there on (4.68 vs 4.30 at ε = 1), and the
-# discrete Laplace's is too (1.48 vs 1.16 at ε = 2, 0.466 vs 0.288 at ε = 4), while
-# building its channel tries every grid and takes about a second.
+# the lattice channel the device samples. Duchi et al.'s and the discrete Laplace are
+# left out because at no ε do they beat Hybrid (docs/mechanisms.md, worst case on the
+# [−1, 1] scale): Duchi's C² is Hybrid's at small ε and above it from there on (4.68 vs
+# 4.30 at ε = 1), and the Laplace's is too (1.48 vs 1.16 at ε = 2, 0.466 vs 0.288 at
+# ε = 4), while building its channel tries every grid and takes about a second. The
+# demo spends pure ε, so no (ε, δ) mechanism is a candidate.
 CANDIDATES = ("hybrid", "piecewise")
 
 # sex has two values, and GRR's variance is below OUE's whenever d < 3e^ε + 2 (Wang et
