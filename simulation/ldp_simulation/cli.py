@@ -93,8 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
             "--budget",
             choices=["sample", "split"],
             default="sample",
-            help="how the naive Bayes collection spends ε: one random feature per record"
-            " with all of it (sample, the default) or ε/m on each of m features (split)",
+            help="how the naive Bayes and the Adult (means) collections spend ε: one random"
+            " attribute per record with all of it (sample, the default) or ε/m on each of"
+            " m attributes (split)",
         )
         sub.add_argument(
             "--seed", type=int, default=None, help="seed the clients' noise (simulation only)"
