@@ -58,6 +58,8 @@ class DemoResult:
     truth: dict[str, list[float]]
     seconds: float
     citation: str
+    dataset_records: int = 0
+    """How many distinct records the data set has (``n_reports`` replays whole copies)."""
     extras: dict[str, Any] = field(default_factory=dict)
     itemsets_text: str = ""
 
@@ -121,6 +123,7 @@ def simulate(
         truth=frequencies.truth,
         seconds=time.perf_counter() - started,
         citation=frequencies.dataset.citation,
+        dataset_records=len(frequencies.dataset.records),
         extras={
             "naive_bayes": naive_bayes.to_json(),
             "numeric": numeric.to_json(),
@@ -151,6 +154,8 @@ def format_table(result: DemoResult) -> str:
     lines = [
         f"ldpcollect demo: {result.n_reports:,} clients reported the {result.dataset} data "
         f"with {result.mechanism.upper()} at ε = {result.epsilon:.3g} per record",
+        *explain_clients(result.n_reports, result.dataset_records),
+        *explain_split(result),
         f"data: {result.citation}",
         "",
     ]
@@ -166,3 +171,25 @@ def format_table(result: DemoResult) -> str:
         f"(expected about {level}); {result.seconds:.1f} s in all."
     )
     return "\n".join(lines)
+
+
+def explain_clients(clients: int, records: int) -> list[str]:
+    """Why the number of clients is what it is: whole copies of the data set."""
+    if records <= 0 or clients % records:
+        return []
+    return [
+        f"  (the data set's {records:,} records, each reported by {clients // records} clients:"
+        " the fewest whole copies that reach --clients)"
+    ]
+
+
+def explain_split(result: DemoResult) -> list[str]:
+    """How the record's ε is shared, when every attribute has an equal part of it."""
+    parts = {round(result.epsilon / r.epsilon, 6) for r in result.attributes.values()}
+    if len(parts) != 1 or (k := parts.pop()) <= 1 or k != int(k):
+        return []
+    each = result.epsilon / k
+    return [
+        f"  (budget split: the record's ε = {result.epsilon:g} is divided evenly over its"
+        f" {int(k)} attributes, ε = {result.epsilon:g}/{int(k)} = {each:.3g} each)"
+    ]
