@@ -78,3 +78,19 @@ def test_with_generated_tokens_fills_missing_roles_only() -> None:
 def test_body_limit_must_be_positive() -> None:
     with pytest.raises(ValidationError):
         Settings(max_body_bytes=0)
+
+
+def test_metrics_token_is_kept_as_a_digest_and_is_no_role(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LDPCOLLECT_METRICS_TOKEN", "scrape-me")
+    kept = Settings().without_plain_tokens()
+    assert kept.metrics_token is None and "scrape-me" not in kept.model_dump_json()
+    digests = kept.token_digests()
+    assert digests.metrics == token_digest("scrape-me")
+    assert digests.reads_metrics("scrape-me") and digests.role_of("scrape-me") is None
+    assert not digests.reads_metrics("other")
+    monkeypatch.delenv("LDPCOLLECT_METRICS_TOKEN")
+    both = Settings(admin_token="adm", metrics_token_sha256=token_digest("m")).token_digests()
+    assert both.reads_metrics("adm") and both.reads_metrics("m")
+    assert Settings(metrics_token="").token_digests().metrics is None
+    _, generated = Settings().with_generated_tokens()
+    assert set(generated) == {"admin", "analyst"}  # /metrics stays open unless asked

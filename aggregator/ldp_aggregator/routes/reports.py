@@ -18,6 +18,7 @@ router = APIRouter(prefix="/v1/collections", tags=["reports"])
 def upload_reports(name: str, batch: ReportBatch, request: Request) -> BatchResult:
     """Store a batch of perturbed reports; one outcome per report, in order."""
     state = app_state(request)
-    result = ingest_batch(state.engine, state.collections.get(name), batch)
-    state.metrics.count_reports(result.accepted, result.duplicate, result.rejected)
+    collection = state.collections.get(name)
+    result = ingest_batch(state.engine, collection, batch)
+    state.metrics.count_reports(collection.name, result.accepted, result.duplicate, result.rejected)
     return result
