@@ -7,6 +7,11 @@ cannot be used at all. A deployment can also configure the digests directly
 The metrics token (``LDPCOLLECT_METRICS_TOKEN``) is not a role: it opens ``/metrics``
 only, so the scraper's configuration, which holds it in plain text, cannot read
 estimates.
+
+Upload limits (:mod:`ldp_aggregator.rate_limits`): token buckets counted in reports, per
+collection (on by default) and per source address (off by default), held in memory by
+each replica. The defaults are chosen on one principle: far above what a real fleet
+sends to one replica, far below what one replica can write. See ``docs/api.md``.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ ROLES: tuple[Role, ...] = ("admin", "analyst")
 
 DEFAULT_DATABASE_URL = "sqlite:///./ldpcollect.db"
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+DEFAULT_UPLOAD_RATE_PER_COLLECTION = 500.0
+DEFAULT_UPLOAD_BURST_PER_COLLECTION = 50_000
+DEFAULT_UPLOAD_BURST_PER_ADDRESS = 1_000
 _SHA256_HEX = r"^[0-9a-f]{64}$"
 
 
@@ -64,6 +72,28 @@ class Settings(BaseSettings):
     )
     metrics_token_sha256: str | None = Field(
         default=None, pattern=_SHA256_HEX, description="hex SHA-256 of the metrics token"
+    )
+    upload_rate_per_collection: float = Field(
+        default=DEFAULT_UPLOAD_RATE_PER_COLLECTION,
+        ge=0,
+        allow_inf_nan=False,
+        description="reports per second one replica accepts into one collection (0: no limit)",
+    )
+    upload_burst_per_collection: int = Field(
+        default=DEFAULT_UPLOAD_BURST_PER_COLLECTION,
+        gt=0,
+        description="reports one collection may take at once before its rate applies",
+    )
+    upload_rate_per_address: float = Field(
+        default=0.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="reports per second one replica accepts from one source address (0: off)",
+    )
+    upload_burst_per_address: int = Field(
+        default=DEFAULT_UPLOAD_BURST_PER_ADDRESS,
+        gt=0,
+        description="reports one source address may send at once before its rate applies",
     )
 
     @field_validator("admin_token", "analyst_token", "metrics_token", mode="after")
