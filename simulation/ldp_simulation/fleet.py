@@ -94,6 +94,9 @@ def aggregator_process(
     env["LDPCOLLECT_DATABASE_URL"] = database_url
     env["LDPCOLLECT_ADMIN_TOKEN"] = admin_token
     env["LDPCOLLECT_ANALYST_TOKEN"] = analyst_token
+    # a simulated fleet sends a day's reports in seconds, far over a real fleet's rate:
+    # the server it starts has no upload limit unless the environment sets one
+    env.setdefault("LDPCOLLECT_UPLOAD_RATE_PER_COLLECTION", "0")
     command = [
         sys.executable,
         "-m",
