@@ -2,8 +2,10 @@
 
 ``independent_client`` was written from the documents alone (no ``ldp_shared``). Here it
 
-* reproduces the documents' worked examples byte for byte (no server);
-* verifies real configs (every published number recomputed) and refuses tampered ones;
+* reproduces the documents' worked examples byte for byte and laplace's table of
+  lattices (no server);
+* verifies real configs (every published number recomputed), also at the ends of the
+  accepted range of ε, and refuses tampered ones;
 * sends 20,000 reports to each of two mixed collections (numbers with ``duchi``,
   ``piecewise``, ``hybrid``, ``laplace``; categories with ``grr``, ``oue`` and the ordinal
   ``exponential``), every one accepted, and the released means and frequencies cover the
@@ -124,6 +126,15 @@ def test_the_documents_worked_examples_byte_for_byte() -> None:
     ]
     assert ic.answer_for(rating, np.array([3]), U).tolist() == [2]
     assert ic.channel_epsilon(rating) == pytest.approx(1.9999999999999998, rel=1e-12)
+
+
+def test_the_laplace_lattice_of_the_documents_table() -> None:
+    """docs/wire-format.md, laplace: ε_j → K, G measured at 0.5, 1, 2, 4 and 8."""
+    table = {0.5: (1, 46), 1.0: (1, 26), 2.0: (2, 25), 4.0: (4, 25), 8.0: (16, 43)}
+    for eps, lattice in table.items():
+        levels = ic.laplace_levels(eps)
+        margin = ic.laplace_margin(eps, levels)
+        assert margin is not None and (levels, levels + 2 * margin + 1) == lattice, eps
 
 
 # -- against a real aggregator ------------------------------------------------------------
@@ -281,6 +292,23 @@ def test_an_independent_client_interoperates(server: str, spec: Any) -> None:
             assert freq["values"] == CATEGORIES[name]
             assert (np.array(freq["ci_low"]) < actual).all(), (name, freq, actual)
             assert (actual < np.array(freq["ci_high"])).all(), (name, freq, actual)
+
+
+EDGES = [  # (ε, {mechanism: weight}): the far ends of what the aggregator accepts
+    (0.61, {"piecewise": 1.0, "hybrid": 1.0, "laplace": 28.0}),  # ε_j = 0.0203 and 0.569
+    (0.05, {"laplace": 1.0}),  # K = 1, a wide margin
+    (15.5, {"laplace": 1.0}),  # no margin left for K ≥ 32
+    (20.0, {"duchi": 1.0}),  # P(+C | −1) near 2e-9
+    (48.0, {"piecewise": 1.0, "hybrid": 3.0}),  # ε_j = 12: piecewise spends 11.54
+]
+
+
+def test_configs_at_the_ends_of_the_range_verify(server: str) -> None:
+    for i, (eps, weights) in enumerate(EDGES):
+        attrs = [
+            {"name": m, "mechanism": m, "lo": 0, "hi": 1, "weight": w} for m, w in weights.items()
+        ]
+        create(server, {"name": f"edge-{i}", "epsilon": eps, "attributes": attrs})
 
 
 def test_tampered_configs_are_refused(server: str) -> None:
