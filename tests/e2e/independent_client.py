@@ -348,7 +348,8 @@ def config_problems(config: Mapping[str, Any]) -> tuple[list[str], Plan]:
                     f"recomputed {ours.derived[key]!r}"
                 )
     record_eps = math.fsum(float(a["epsilon"]) for a in config["attributes"])
-    expected_top = {"epsilon": record_eps, "report_bytes": offset, "stats_length": stats}
+    expected_top: dict[str, Any] = {"epsilon": record_eps, "report_bytes": offset}
+    expected_top["stats_length"] = stats
     expected_top["config_hash"] = config_hash(spec)
     for key, value in expected_top.items():
         if not same(config.get(key), value):
