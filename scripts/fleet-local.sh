@@ -33,6 +33,8 @@ echo "fleet: database ${LDPCOLLECT_DATABASE_URL}" >&2
 export LDPCOLLECT_ADMIN_TOKEN="fleet-admin-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 export LDPCOLLECT_ANALYST_TOKEN="fleet-analyst-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 export LDPCOLLECT_MIGRATE_ON_STARTUP=false
+# a simulated fleet reports far faster than real devices: no upload limit here
+export LDPCOLLECT_UPLOAD_RATE_PER_COLLECTION="${LDPCOLLECT_UPLOAD_RATE_PER_COLLECTION:-0}"
 "$LDP" migrate >&2
 
 URLS=()

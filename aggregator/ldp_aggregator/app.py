@@ -11,8 +11,9 @@ from fastapi import FastAPI
 
 from ldp_aggregator.deps import AppState
 from ldp_aggregator.limits import BodySizeLimitMiddleware
-from ldp_aggregator.metrics import Metrics, MetricsMiddleware
+from ldp_aggregator.metrics import Metrics, MetricsMiddleware, count_database_errors
 from ldp_aggregator.problems import install_problem_handlers
+from ldp_aggregator.rate_limits import UploadLimits
 from ldp_aggregator.routes import analyses, collections, health, models, reports
 from ldp_aggregator.routes import itemsets as itemset_routes
 from ldp_aggregator.settings import Settings
@@ -35,7 +36,7 @@ def _version() -> str:
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build an aggregator app: engine, token digests, metrics and routes.
+    """Build an aggregator app: engine, token digests, metrics, upload limits and routes.
 
     Nothing is shared between apps. At startup (lifespan) the database schema is
     brought to the newest revision unless ``settings.migrate_on_startup`` is off; at
@@ -50,6 +51,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         tokens=kept.token_digests(),
         collections=CollectionCache(engine),
         metrics=Metrics(),
+        upload_limits=UploadLimits(
+            kept.upload_rate_per_collection,
+            kept.upload_burst_per_collection,
+            kept.upload_rate_per_address,
+            kept.upload_burst_per_address,
+        ),
     )
 
     @asynccontextmanager
@@ -69,6 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.ldp = state
     install_problem_handlers(app)
+    count_database_errors(app, state.metrics)
     app.include_router(health.router)
     app.include_router(collections.router)
     app.include_router(reports.router)

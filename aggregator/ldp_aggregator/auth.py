@@ -1,4 +1,5 @@
-"""Bearer-token roles: ``admin`` (every right) and ``analyst`` (read analyses)."""
+"""Bearer-token roles: ``admin`` (every right) and ``analyst`` (read analyses), and the
+metrics token that opens ``/metrics`` only."""
 
 from __future__ import annotations
 
@@ -36,3 +37,20 @@ def require_admin(role: Annotated[Role, Depends(authenticate)]) -> Role:
     if role != "admin":
         raise PermissionDeniedError("this needs the admin role")
     return role
+
+
+def require_metrics_reader(request: Request, credentials: Credentials) -> None:
+    """Open when no metrics token is configured; else the metrics or the admin token.
+
+    401 without a token or with an unknown one, 403 with the analyst's.
+    """
+    tokens = app_state(request).tokens
+    if tokens.metrics is None:
+        return
+    if credentials is None:
+        raise AuthenticationError("/metrics needs an 'Authorization: Bearer <token>' header")
+    if tokens.reads_metrics(credentials.credentials):
+        return
+    if tokens.role_of(credentials.credentials) == "analyst":
+        raise PermissionDeniedError("/metrics needs the metrics or the admin token")
+    raise AuthenticationError("the bearer token does not open /metrics")

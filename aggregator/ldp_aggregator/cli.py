@@ -35,13 +35,22 @@ def add_server_commands(
 ) -> None:
     """Add ``serve`` and ``migrate`` to a command line's sub-commands."""
     serve = commands.add_parser("serve", help="run the aggregator (FastAPI + uvicorn)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: %(default)s)"
+    )
+    serve.add_argument(
+        "--port", type=int, default=8000, help="TCP port to listen on (default: %(default)s)"
+    )
     serve.add_argument(
         "--database-url",
         help="SQLAlchemy URL (default: $LDPCOLLECT_DATABASE_URL or sqlite:///./ldpcollect.db)",
     )
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=("critical", "error", "warning", "info", "debug"),
+        help="uvicorn's log level (default: %(default)s; the access log stays off)",
+    )
 
     migrate = commands.add_parser(
         "migrate", help="create or upgrade the database schema (Alembic upgrade head) and exit"

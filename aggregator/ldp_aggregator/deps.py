@@ -8,6 +8,7 @@ from fastapi import Request
 from sqlalchemy import Engine
 
 from ldp_aggregator.metrics import Metrics
+from ldp_aggregator.rate_limits import UploadLimits
 from ldp_aggregator.settings import Settings, TokenDigests
 from ldp_aggregator.storage.collections import CollectionCache
 
@@ -21,6 +22,7 @@ class AppState:
     tokens: TokenDigests
     collections: CollectionCache
     metrics: Metrics
+    upload_limits: UploadLimits
 
 
 def app_state(request: Request) -> AppState:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import IO, Self
 
@@ -29,6 +29,7 @@ from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.reports import iter_report_bits
 from ldp_aggregator.storage.stats import Stats, read_stats
 from ldp_shared.analyses.itemsets import (
+    AssociationRule,
     BitChannel,
     FrequentItemsets,
     ProgressCallback,
@@ -48,6 +49,7 @@ from ldp_shared.itemset_wire import (
     check_mining_query,
     mask_privacy,
 )
+from ldp_shared.kernel import z_value
 
 SPOOL_MEMORY_BYTES = 64 * 2**20
 """Snapshot bytes kept in memory; beyond this the snapshot goes to a temporary file."""
@@ -244,6 +246,25 @@ def snapshot(
     return spool
 
 
+def rule_estimate(rule: AssociationRule, names: Sequence[str], z: float) -> RuleEstimate:
+    """One mined rule for the wire, items by name, with ``estimate ± z·stderr`` intervals."""
+    return RuleEstimate(
+        antecedent=[names[i] for i in rule.antecedent],
+        consequent=[names[i] for i in rule.consequent],
+        support=rule.support,
+        confidence=rule.confidence,
+        lift=rule.lift,
+        antecedent_support=rule.antecedent_support,
+        consequent_support=rule.consequent_support,
+        confidence_stderr=rule.confidence_stderr,
+        confidence_ci_low=rule.confidence - z * rule.confidence_stderr,
+        confidence_ci_high=rule.confidence + z * rule.confidence_stderr,
+        lift_stderr=rule.lift_stderr,
+        lift_ci_low=rule.lift - z * rule.lift_stderr,
+        lift_ci_high=rule.lift + z * rule.lift_stderr,
+    )
+
+
 def itemset_result(
     config: CollectionConfig,
     attribute: AttributeConfig,
@@ -275,6 +296,7 @@ def itemset_result(
                 )
             )
     rules = association_rules(mined, query.min_confidence)
+    z = z_value(mined.confidence)
     s0 = min(max(average_support, 1e-6), 1.0 - 1e-6)
     return ItemsetResult(
         collection=config.name,
@@ -289,18 +311,7 @@ def itemset_result(
         confidence=mined.confidence,
         itemsets=itemsets,
         by_length={str(k): v for k, v in mined.by_length.items()},
-        rules=[
-            RuleEstimate(
-                antecedent=[names[i] for i in rule.antecedent],
-                consequent=[names[i] for i in rule.consequent],
-                support=rule.support,
-                confidence=rule.confidence,
-                lift=rule.lift,
-                antecedent_support=rule.antecedent_support,
-                consequent_support=rule.consequent_support,
-            )
-            for rule in rules[: query.max_rules]
-        ],
+        rules=[rule_estimate(rule, names, z) for rule in rules[: query.max_rules]],
         rules_total=len(rules),
         privacy=mask_privacy(attribute, s0, query.privacy_weight),
         levels=[

@@ -51,6 +51,7 @@ def mean_result(
     spread = own.value_variance if isinstance(own, MeanEstimate) else None
     return MeanResult(
         **release_header(config, attr, n, confidence),
+        delta=config.privacy.attribute(attr.name).delta,
         lo=float(getattr(spec, "lo")),  # noqa: B009  (every mean-released spec has bounds)
         hi=float(getattr(spec, "hi")),  # noqa: B009
         mean=float(estimate.estimate[0]),

@@ -8,6 +8,7 @@ never leak internals on a 500.
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 from collections.abc import Callable, Sequence
 from http import HTTPStatus
@@ -38,6 +39,7 @@ from ldp_shared.errors import (
     PayloadTooLargeError,
     PermissionDeniedError,
     PrivacyPolicyError,
+    RateLimitedError,
     ReportRejectedError,
     TransportError,
     problem_type,
@@ -60,6 +62,7 @@ HTTP_STATUS: dict[type[LDPError], int] = {
     MalformedRequestError: 400,
     InvalidRequestError: 422,
     TransportError: 503,
+    RateLimitedError: 429,
     ReportRejectedError: 422,
     PrivacyPolicyError: 403,
     JobCancelledError: 503,
@@ -150,11 +153,21 @@ def body_validation_problem(error: type[LDPError]) -> Callable[[F], F]:
     return mark
 
 
+PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
+"""What pydantic puts before the message of a validator's ``ValueError`` (dropped)."""
+
+
+def _readable(message: str) -> str:
+    for prefix in PYDANTIC_PREFIXES:
+        message = message.removeprefix(prefix)
+    return message
+
+
 def _validation_errors(raw: Sequence[Any]) -> list[ProblemDetailError]:
     return [
         ProblemDetailError(
             loc=[part if isinstance(part, int) else str(part) for part in item.get("loc", ())],
-            msg=str(item.get("msg", "invalid")),
+            msg=_readable(str(item.get("msg", "invalid"))),
         )
         for item in raw
     ]
@@ -162,7 +175,10 @@ def _validation_errors(raw: Sequence[Any]) -> list[ProblemDetailError]:
 
 async def _on_ldp_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, LDPError)
-    return error_response(type(exc), exc.detail)
+    headers = None
+    if isinstance(exc, RateLimitedError) and exc.retry_after is not None:
+        headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after)))}
+    return error_response(type(exc), exc.detail, headers=headers)
 
 
 def _is_missing_body(item: Any) -> bool:
@@ -329,6 +345,7 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         404: "No collection of that name",
         409: "Conflict (name taken, or too few reports to release)",
         413: "Request body too large",
+        429: "Upload limit reached: retry after the Retry-After header's seconds",
         503: "Database unavailable",
     }
     out = dict(PROBLEM_RESPONSES)

@@ -4,6 +4,14 @@ Tokens: the server keeps only their SHA-256 digests (:class:`TokenDigests`), com
 digests with :func:`hmac.compare_digest`, and a role whose token is not configured
 cannot be used at all. A deployment can also configure the digests directly
 (``LDPCOLLECT_ADMIN_TOKEN_SHA256``), so the plain token never reaches the server.
+The metrics token (``LDPCOLLECT_METRICS_TOKEN``) is not a role: it opens ``/metrics``
+only, so the scraper's configuration, which holds it in plain text, cannot read
+estimates.
+
+Upload limits (:mod:`ldp_aggregator.rate_limits`): token buckets counted in reports, per
+collection (on by default) and per source address (off by default), held in memory by
+each replica. The defaults are chosen on one principle: far above what a real fleet
+sends to one replica, far below what one replica can write. See ``docs/api.md``.
 """
 
 from __future__ import annotations
@@ -22,6 +30,9 @@ ROLES: tuple[Role, ...] = ("admin", "analyst")
 
 DEFAULT_DATABASE_URL = "sqlite:///./ldpcollect.db"
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+DEFAULT_UPLOAD_RATE_PER_COLLECTION = 500.0
+DEFAULT_UPLOAD_BURST_PER_COLLECTION = 50_000
+DEFAULT_UPLOAD_BURST_PER_ADDRESS = 1_000
 _SHA256_HEX = r"^[0-9a-f]{64}$"
 
 
@@ -56,8 +67,36 @@ class Settings(BaseSettings):
     migrate_on_startup: bool = Field(
         default=True, description="run the Alembic migrations (upgrade head) at startup"
     )
+    metrics_token: SecretStr | None = Field(
+        default=None, description="bearer token /metrics then needs (unset: /metrics is open)"
+    )
+    metrics_token_sha256: str | None = Field(
+        default=None, pattern=_SHA256_HEX, description="hex SHA-256 of the metrics token"
+    )
+    upload_rate_per_collection: float = Field(
+        default=DEFAULT_UPLOAD_RATE_PER_COLLECTION,
+        ge=0,
+        allow_inf_nan=False,
+        description="reports per second one replica accepts into one collection (0: no limit)",
+    )
+    upload_burst_per_collection: int = Field(
+        default=DEFAULT_UPLOAD_BURST_PER_COLLECTION,
+        gt=0,
+        description="reports one collection may take at once before its rate applies",
+    )
+    upload_rate_per_address: float = Field(
+        default=0.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="reports per second one replica accepts from one source address (0: off)",
+    )
+    upload_burst_per_address: int = Field(
+        default=DEFAULT_UPLOAD_BURST_PER_ADDRESS,
+        gt=0,
+        description="reports one source address may send at once before its rate applies",
+    )
 
-    @field_validator("admin_token", "analyst_token", mode="after")
+    @field_validator("admin_token", "analyst_token", "metrics_token", mode="after")
     @classmethod
     def _empty_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
         return None if value is None or value.get_secret_value() == "" else value
@@ -67,6 +106,7 @@ class Settings(BaseSettings):
         return TokenDigests(
             admin=_digest_of(self.admin_token, self.admin_token_sha256),
             analyst=_digest_of(self.analyst_token, self.analyst_token_sha256),
+            metrics=_digest_of(self.metrics_token, self.metrics_token_sha256),
         )
 
     def without_plain_tokens(self) -> Settings:
@@ -76,8 +116,10 @@ class Settings(BaseSettings):
             update={
                 "admin_token": None,
                 "analyst_token": None,
+                "metrics_token": None,
                 "admin_token_sha256": digests.admin,
                 "analyst_token_sha256": digests.analyst,
+                "metrics_token_sha256": digests.metrics,
             }
         )
 
@@ -106,10 +148,14 @@ def _digest_of(token: SecretStr | None, digest: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class TokenDigests:
-    """SHA-256 digests (hex) of the role tokens; ``None`` means the role is disabled."""
+    """SHA-256 digests (hex) of the tokens; ``None`` means the role is disabled.
+
+    ``metrics`` is not a role: ``None`` there means ``/metrics`` is open.
+    """
 
     admin: str | None
     analyst: str | None
+    metrics: str | None = None
 
     def role_of(self, token: str) -> Role | None:
         """The role a presented token grants, comparing digests in constant time."""
@@ -121,6 +167,12 @@ class TokenDigests:
         if analyst:
             return "analyst"
         return None
+
+    def reads_metrics(self, token: str) -> bool:
+        """Whether ``token`` opens a token-protected ``/metrics`` (metrics or admin token)."""
+        presented = token_digest(token).encode("ascii")
+        metrics = _matches(presented, self.metrics)
+        return _matches(presented, self.admin) or metrics
 
 
 def _matches(presented: bytes, digest: str | None) -> bool:

@@ -26,6 +26,7 @@ from ldp_shared.errors import (
     LDPError,
     PermissionDeniedError,
     PrivacyPolicyError,
+    RateLimitedError,
     ReportRejectedError,
     TransportError,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "Ledger",
     "PermissionDeniedError",
     "PrivacyPolicyError",
+    "RateLimitedError",
     "ReportRejectedError",
     "RetryPolicy",
     "Spending",

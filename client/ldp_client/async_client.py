@@ -57,9 +57,14 @@ class AsyncLDPClient:
     ``token`` is sent (as ``Authorization: Bearer``) only to the analyst and admin
     routes; uploading reports and reading a config need none. A request is retried up to
     ``retries`` times on connection failures, timeouts, HTTP 429 and 5xx, waiting
-    ``backoff · 2^attempt`` seconds (jittered). ``transport`` replaces the network (tests:
-    :class:`httpx.MockTransport`). ``rng`` is the perturbation's random source: leave it
-    ``None`` (a fresh cryptographically strong generator per call) outside simulations.
+    ``backoff · 2^attempt`` seconds (jittered), or the ``Retry-After`` the aggregator
+    sends with a 429 (an upload limit) or 503 when that is longer; when it asks for more
+    than a minute, or the retries run out, a 429 is raised as
+    :class:`~ldp_shared.errors.RateLimitedError` (its ``retry_after`` is the server's).
+    Retried uploads resend the same report ids, so nothing is counted twice.
+    ``transport`` replaces the network (tests: :class:`httpx.MockTransport`). ``rng`` is the
+    perturbation's random source: leave it ``None`` (a fresh cryptographically strong
+    generator per call) outside simulations.
 
     The device's privacy (``docs/device-privacy.md``, :class:`~ldp_client.device.Device`):
     ``ledger`` (a file path) charges every report made before it can be sent; ``policy``
@@ -136,9 +141,12 @@ class AsyncLDPClient:
                 outcome = protocol.interpret_response(call, request, response)
             if isinstance(outcome, Success):
                 return outcome.value
-            if not policy.should_retry(outcome.retryable, attempt):
-                if attempt:
-                    outcome.error.add_note(f"gave up after {attempt + 1} attempts")
+            if not policy.should_retry(outcome.retryable, attempt, outcome.retry_after):
+                note = policy.give_up_note(
+                    attempt, outcome.retry_after if outcome.retryable else None
+                )
+                if note is not None:
+                    outcome.error.add_note(note)
                 raise outcome.error from outcome.cause
             await asyncio.sleep(policy.delay(attempt, outcome.retry_after))
             attempt += 1

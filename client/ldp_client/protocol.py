@@ -41,6 +41,7 @@ from ldp_shared.errors import (
     NotFoundError,
     PayloadTooLargeError,
     PermissionDeniedError,
+    RateLimitedError,
     TransportError,
     error_class_for_type,
     problem_type,
@@ -92,6 +93,7 @@ _STATUS_FALLBACK: dict[int, type[LDPError]] = {
     409: ConflictError,
     413: PayloadTooLargeError,
     422: InvalidRequestError,
+    429: RateLimitedError,
 }
 
 # Failures after which a non-idempotent request surely never reached the application.
@@ -360,10 +362,12 @@ def interpret_response(
             ),
             retryable=False,
         )
+    failed = error_from_response(request, response)
+    retry_after = parse_retry_after(response.headers.get("retry-after"))
+    if isinstance(failed, RateLimitedError):
+        failed.retry_after = retry_after
     return Failure(
-        error_from_response(request, response),
-        retryable=_retryable_status(status, call.idempotent),
-        retry_after=parse_retry_after(response.headers.get("retry-after")),
+        failed, retryable=_retryable_status(status, call.idempotent), retry_after=retry_after
     )
 
 

@@ -129,6 +129,22 @@ class TransportError(LDPError):
     title = "Aggregator unreachable"
 
 
+class RateLimitedError(TransportError):
+    """The aggregator refuses uploads for now: one of its upload limits is reached.
+
+    ``retry_after`` is how many seconds the aggregator asked to wait (``None``: it did not
+    say). Nothing of the refused request was stored. A :class:`TransportError`, because
+    it means the same to a caller: try again later with the same reports.
+    """
+
+    type_slug = "rate-limited"
+    title = "Too many reports"
+
+    def __init__(self, detail: str, retry_after: float | None = None) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
 class ReportRejectedError(LDPError):
     """The aggregator refused one or more reports of a batch (client side)."""
 
@@ -184,6 +200,7 @@ ALL_ERRORS: tuple[type[LDPError], ...] = (
     MalformedRequestError,
     InvalidRequestError,
     TransportError,
+    RateLimitedError,
     ReportRejectedError,
     PrivacyPolicyError,
     JobCancelledError,

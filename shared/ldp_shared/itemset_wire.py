@@ -79,7 +79,8 @@ class ItemsetEstimate(_Wire):
 
 
 class RuleEstimate(_Wire):
-    """``antecedent → consequent`` from the estimated supports."""
+    """``antecedent → consequent`` from the estimated supports, with delta-method standard
+    errors and intervals (at the result's ``confidence`` level) for confidence and lift."""
 
     antecedent: list[str]
     consequent: list[str]
@@ -88,6 +89,12 @@ class RuleEstimate(_Wire):
     lift: float
     antecedent_support: float
     consequent_support: float
+    confidence_stderr: float
+    confidence_ci_low: float
+    confidence_ci_high: float
+    lift_stderr: float
+    lift_ci_low: float
+    lift_ci_high: float
 
 
 class LevelInfo(_Wire):

@@ -168,6 +168,11 @@ class MeanResult(_AttributeRelease):
         exclude_if=lambda value: value is None,
         description="budget 'sample': how many of the n_reports carried this attribute",
     )
+    delta: float = Field(
+        default=0.0,
+        exclude_if=lambda value: value == 0,
+        description="exact δ of (ε, δ) spent on this attribute per record (absent when 0)",
+    )
     variance: float | None = Field(
         default=None,
         exclude_if=lambda value: value is None,

@@ -1,4 +1,4 @@
-"""The ``ldpcollect`` command: ``serve``, ``migrate``, ``demo`` and ``simulate``.
+"""The ``ldpcollect`` command: ``serve``, ``migrate``, ``demo``, ``simulate`` and ``report``.
 
 Why the command lives here: ``demo`` and ``simulate`` drive real clients against real
 aggregators, so they need both ``ldp_client`` and ``ldp_aggregator``, while neither of
@@ -31,6 +31,7 @@ from ldp_aggregator.cli import (
 )
 from ldp_shared.errors import AuthenticationError
 from ldp_simulation.fleet import frequency_demo_mechanisms
+from ldp_simulation.report_command import add_report_command, run_report
 
 
 def _positive_float(text: str) -> float:
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
     add_server_commands(commands)
+    add_report_command(commands)
 
     demo = commands.add_parser("demo", help="simulate 100,000 clients against a real aggregator")
     simulate = commands.add_parser(
@@ -91,8 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
             "--budget",
             choices=["sample", "split"],
             default="sample",
-            help="how the naive Bayes collection spends ε: one random feature per record"
-            " with all of it (sample, the default) or ε/m on each of m features (split)",
+            help="how the naive Bayes and the Adult (means) collections spend ε: one random"
+            " attribute per record with all of it (sample, the default) or ε/m on each of"
+            " m attributes (split)",
         )
         sub.add_argument(
             "--seed", type=int, default=None, help="seed the clients' noise (simulation only)"
@@ -144,6 +147,8 @@ def _demo(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.command in SERVER_COMMANDS:
         return run_server_command(args)
+    if args.command == "report":
+        return run_report(args)
     return _demo(args)
 
 

@@ -13,7 +13,10 @@ aggregators that are already running. :func:`simulate` plays, one after the othe
 2. a second collection, labelled with the car's class, that trains a naive Bayes model
    from the reports of a training split and scores it on the held-out records
    (:mod:`ldp_simulation.demo_naive_bayes`);
-3. MASK baskets, mined for frequent itemsets and rules (:mod:`ldp_simulation.demo_itemsets`).
+3. a mixed collection over an extract of UCI Adult: the means of age and hours per week
+   with their intervals and spread, and the frequencies of sex, compared with the truth
+   (:mod:`ldp_simulation.demo_numeric`);
+4. MASK baskets, mined for frequent itemsets and rules (:mod:`ldp_simulation.demo_itemsets`).
 """
 
 from __future__ import annotations
@@ -32,10 +35,12 @@ from ldp_shared.wire import FrequencyResult
 from ldp_simulation.demo_frequencies import (
     DEMO_COLLECTION,
     format_frequencies,
+    frequency_json,
     simulate_frequencies,
 )
 from ldp_simulation.demo_itemsets import ItemsetDemoOptions, simulate_itemsets
 from ldp_simulation.demo_naive_bayes import format_naive_bayes, simulate_naive_bayes
+from ldp_simulation.demo_numeric import format_numeric, simulate_numeric
 from ldp_simulation.fleet import DemoOptions, running_aggregator
 
 
@@ -53,6 +58,8 @@ class DemoResult:
     truth: dict[str, list[float]]
     seconds: float
     citation: str
+    dataset_records: int = 0
+    """How many distinct records the data set has (``n_reports`` replays whole copies)."""
     extras: dict[str, Any] = field(default_factory=dict)
     itemsets_text: str = ""
 
@@ -76,16 +83,7 @@ class DemoResult:
             "epsilon": self.epsilon,
             "confidence": self.confidence,
             "frequencies": {
-                name: {
-                    "values": r.values,
-                    "true": self.truth[name],
-                    "estimate": r.estimate,
-                    "stderr": r.stderr,
-                    "ci_low": r.ci_low,
-                    "ci_high": r.ci_high,
-                    "epsilon": r.epsilon,
-                }
-                for name, r in self.attributes.items()
+                name: frequency_json(r, self.truth[name]) for name, r in self.attributes.items()
             },
             "coverage": self.coverage,
             "seconds": self.seconds,
@@ -110,6 +108,7 @@ def simulate(
     frequencies = simulate_frequencies(base_urls, admin_token, analyst_token, options, progress)
     first = next(iter(frequencies.attributes.values()))
     naive_bayes = simulate_naive_bayes(base_urls, admin_token, analyst_token, options, progress)
+    numeric = simulate_numeric(base_urls, admin_token, analyst_token, options, progress)
     itemsets, itemsets_text = simulate_itemsets(
         base_urls[0], admin_token, analyst_token, ItemsetDemoOptions(seed=options.seed), progress
     )
@@ -124,7 +123,12 @@ def simulate(
         truth=frequencies.truth,
         seconds=time.perf_counter() - started,
         citation=frequencies.dataset.citation,
-        extras={"naive_bayes": naive_bayes.to_json(), "itemsets": itemsets},
+        dataset_records=len(frequencies.dataset.records),
+        extras={
+            "naive_bayes": naive_bayes.to_json(),
+            "numeric": numeric.to_json(),
+            "itemsets": itemsets,
+        },
         itemsets_text=itemsets_text,
     )
 
@@ -150,12 +154,16 @@ def format_table(result: DemoResult) -> str:
     lines = [
         f"ldpcollect demo: {result.n_reports:,} clients reported the {result.dataset} data "
         f"with {result.mechanism.upper()} at ε = {result.epsilon:.3g} per record",
+        *explain_clients(result.n_reports, result.dataset_records),
+        *explain_split(result),
         f"data: {result.citation}",
         "",
     ]
-    lines += format_frequencies(result.attributes, result.truth, result.confidence)
+    lines += format_frequencies(result.to_json()["frequencies"], result.confidence)
     if "naive_bayes" in result.extras:
         lines += [*format_naive_bayes(result.extras["naive_bayes"]), ""]
+    if "numeric" in result.extras:
+        lines += format_numeric(result.extras["numeric"])
     if result.itemsets_text:
         lines += [result.itemsets_text, ""]
     lines.append(
@@ -163,3 +171,25 @@ def format_table(result: DemoResult) -> str:
         f"(expected about {level}); {result.seconds:.1f} s in all."
     )
     return "\n".join(lines)
+
+
+def explain_clients(clients: int, records: int) -> list[str]:
+    """Why the number of clients is what it is: whole copies of the data set."""
+    if records <= 0 or clients % records:
+        return []
+    return [
+        f"  (the data set's {records:,} records, each reported by {clients // records} clients:"
+        " the fewest whole copies that reach --clients)"
+    ]
+
+
+def explain_split(result: DemoResult) -> list[str]:
+    """How the record's ε is shared, when every attribute has an equal part of it."""
+    parts = {round(result.epsilon / r.epsilon, 6) for r in result.attributes.values()}
+    if len(parts) != 1 or (k := parts.pop()) <= 1 or k != int(k):
+        return []
+    each = result.epsilon / k
+    return [
+        f"  (budget split: the record's ε = {result.epsilon:g} is divided evenly over its"
+        f" {int(k)} attributes, ε = {result.epsilon:g}/{int(k)} = {each:.3g} each)"
+    ]

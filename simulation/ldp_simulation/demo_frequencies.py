@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ldp_client import LDPClient
-from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import FrequencyResult
 from ldp_simulation.datasets import CategoricalDataset, load_car
-from ldp_simulation.fleet import DemoOptions, deal_records, ensure_collection, replicate
+from ldp_simulation.fleet import DemoOptions, replicate, report_records
 
 DEMO_COLLECTION = "car-demo"
 
@@ -50,10 +50,11 @@ def demo_spec(dataset: CategoricalDataset, options: DemoOptions) -> CollectionSp
 
 
 def true_frequencies(
-    dataset: CategoricalDataset, records: list[dict[str, str]]
+    domains: dict[str, list[str]], records: Sequence[dict[str, Any]]
 ) -> dict[str, list[float]]:
+    """Each categorical attribute's frequencies among ``records`` (in domain order)."""
     out: dict[str, list[float]] = {}
-    for name, domain in dataset.domains.items():
+    for name, domain in domains.items():
         index = {v: i for i, v in enumerate(domain)}
         counts = np.bincount([index[r[name]] for r in records], minlength=len(domain))
         out[name] = (counts / len(records)).tolist()
@@ -71,33 +72,50 @@ def simulate_frequencies(
     dataset = load_car()
     records = replicate(dataset.records, options.clients)
     spec = demo_spec(dataset, options)
-    rng = None if options.seed is None else seeded_rng(options.seed)
-    with LDPClient(base_urls[0], token=admin_token) as admin:
-        ensure_collection(admin, spec)
-    deal_records(base_urls, DEMO_COLLECTION, records, rng, options.batch_size, progress)
+    report_records(base_urls, admin_token, spec, records, options, progress)
     with LDPClient(base_urls[0], token=analyst_token) as analyst:
         results = {
             name: analyst.frequencies(DEMO_COLLECTION, name, confidence=options.confidence)
             for name in dataset.domains
         }
-    return FrequencyDemo(dataset, results, true_frequencies(dataset, records))
+    return FrequencyDemo(dataset, results, true_frequencies(dataset.domains, records))
 
 
-def format_frequencies(
-    attributes: dict[str, FrequencyResult], truth: dict[str, list[float]], confidence: float
-) -> list[str]:
-    """A readable table per attribute: truth, estimate, standard error, interval, coverage."""
+def frequency_json(result: FrequencyResult, true: list[float]) -> dict[str, Any]:
+    """One attribute's block under ``"frequencies"`` in ``demo --json``: its ``values``, the
+    ``true`` frequencies, the released ``estimate``, ``stderr``, ``ci_low``, ``ci_high``,
+    the attribute's ``epsilon`` and ``mechanism``, and ``n_reports`` (those that carried it)."""
+    carried = result.attribute_reports
+    return {
+        "values": result.values,
+        "true": true,
+        "estimate": result.estimate,
+        "stderr": result.stderr,
+        "ci_low": result.ci_low,
+        "ci_high": result.ci_high,
+        "epsilon": result.epsilon,
+        "mechanism": result.mechanism,
+        "n_reports": result.n_reports if carried is None else carried,
+    }
+
+
+def format_frequencies(blocks: dict[str, dict[str, Any]], confidence: float) -> list[str]:
+    """A readable table per attribute (from :func:`frequency_json` blocks): truth,
+    estimate, standard error, interval, coverage."""
     level = f"{confidence:.0%}"
     lines = []
-    for name, r in attributes.items():
-        lines.append(f"{name}  (ε = {r.epsilon:.3g} for this attribute)")
+    for name, b in blocks.items():
+        lines.append(
+            f"{name}  ({b['mechanism'].upper()}, ε = {b['epsilon']:.3g} for this attribute, "
+            f"{b['n_reports']:,} reports)"
+        )
         header = f"{'value':<8} {'true':>7} {'estimate':>9} {'stderr':>7}"
         lines.append(f"  {header}  {level + ' interval':<20} covers")
-        for i, value in enumerate(r.values):
-            true = truth[name][i]
-            covers = "yes" if r.ci_low[i] <= true <= r.ci_high[i] else "NO"
-            interval = f"[{r.ci_low[i]:.4f}, {r.ci_high[i]:.4f}]"
-            row = f"{value:<8} {true:7.4f} {r.estimate[i]:9.4f} {r.stderr[i]:7.4f}"
+        for i, value in enumerate(b["values"]):
+            true, low, high = b["true"][i], b["ci_low"][i], b["ci_high"][i]
+            covers = "yes" if low <= true <= high else "NO"
+            interval = f"[{low:.4f}, {high:.4f}]"
+            row = f"{value:<8} {true:7.4f} {b['estimate'][i]:9.4f} {b['stderr'][i]:7.4f}"
             lines.append(f"  {row}  {interval:<20} {covers}")
         lines.append("")
     return lines

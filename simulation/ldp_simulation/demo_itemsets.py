@@ -181,6 +181,17 @@ class ItemsetDemoResult:
                 f"  {m.length:>6} {m.true_frequent:>6} {m.reported:>6} {pct(m.rho)} "
                 f"{pct(m.sigma_plus)} {pct(m.sigma_minus)}"
             )
+        lines += [
+            "  ρ: mean relative error |ŝ − s|/s of the supports of the true frequent itemsets"
+            " found;",
+            "  σ+ / σ−: itemsets reported but not truly frequent / truly frequent but missed,"
+            " in % of the true ones",
+            "  (Rizvi and Haritsa, VLDB 2002). P: the chance in % that an adversary who knows p"
+            " fails to",
+            "  reconstruct a purchase (a true 1) from its reported bit, at the catalogue's"
+            " average item",
+            "  support s0, counting only the 1s (weight a = 1).",
+        ]
         lines += ["", f"  {'top itemsets':<40} {'estimate ± se':>17} {'true':>7}"]
         for row in self.top_itemsets():
             label = " ".join(row["items"])

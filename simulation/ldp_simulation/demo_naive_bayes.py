@@ -22,10 +22,9 @@ from ldp_client import LDPClient
 from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.collection import build_config
 from ldp_shared.mechanisms.registry import DEFAULT_MECHANISM, spec_class
-from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 from ldp_simulation.datasets import load_car
-from ldp_simulation.fleet import DemoOptions, deal_records, ensure_collection, replicate
+from ldp_simulation.fleet import DemoOptions, replicate, report_records
 
 NB_COLLECTION = "car-demo-nb"
 LABEL = "class"
@@ -112,10 +111,7 @@ def simulate_naive_bayes(
     train, test = nb.holdout_split(car.records)
     records = replicate(train, options.clients)
     spec = naive_bayes_spec(options)
-    rng = None if options.seed is None else seeded_rng(options.seed + SEED_OFFSET)
-    with LDPClient(base_urls[0], token=admin_token) as admin:
-        ensure_collection(admin, spec)
-    deal_records(base_urls, NB_COLLECTION, records, rng, options.batch_size, progress)
+    report_records(base_urls, admin_token, spec, records, options, progress, SEED_OFFSET)
     with LDPClient(base_urls[0], token=analyst_token) as analyst:
         model = analyst.train_naive_bayes(NB_COLLECTION)
         predicted = analyst.predict_naive_bayes(NB_COLLECTION, model.id, test).predictions

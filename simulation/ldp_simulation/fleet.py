@@ -8,7 +8,8 @@
 * :func:`deal_records` plays one simulated client per record: the SDK privatizes each
   record on the "device" and uploads the reports over HTTP, batch by batch, dealing the
   batches to one or more aggregators in turn as a load balancer would.
-* :func:`ensure_collection` and :func:`replicate` prepare a collection and its records.
+* :func:`ensure_collection` and :func:`replicate` prepare a collection and its records;
+  :func:`report_records` creates the collection and deals its records in one call.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import httpx
 import numpy as np
@@ -32,9 +33,12 @@ from pydantic import ValidationError
 from ldp_client import LDPClient
 from ldp_shared.errors import ConflictError, TransportError
 from ldp_shared.mechanisms.registry import mechanism_names, spec_class
+from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 
 SERVER_START_TIMEOUT = 60.0
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ class DemoOptions:
     confidence: float = 0.95
     seed: int | None = None
     batch_size: int = 1000
-    budget: str = "sample"  # the naive Bayes collection's budget mode: "split" or "sample"
+    budget: str = "sample"  # how the naive Bayes and Adult collections spend ε: "split"/"sample"
 
 
 def free_port() -> int:
@@ -90,6 +94,9 @@ def aggregator_process(
     env["LDPCOLLECT_DATABASE_URL"] = database_url
     env["LDPCOLLECT_ADMIN_TOKEN"] = admin_token
     env["LDPCOLLECT_ANALYST_TOKEN"] = analyst_token
+    # a simulated fleet sends a day's reports in seconds, far over a real fleet's rate:
+    # the server it starts has no upload limit unless the environment sets one
+    env.setdefault("LDPCOLLECT_UPLOAD_RATE_PER_COLLECTION", "0")
     command = [
         sys.executable,
         "-m",
@@ -156,7 +163,7 @@ def _wait_ready(base_url: str, process: subprocess.Popen[bytes], log_path: Path 
     )
 
 
-def replicate(records: list[dict[str, str]], clients: int) -> list[dict[str, str]]:
+def replicate(records: list[T], clients: int) -> list[T]:
     """Whole copies of the data set, enough for at least ``clients`` clients."""
     return records * max(1, math.ceil(clients / len(records)))
 
@@ -171,6 +178,24 @@ def ensure_collection(admin: LDPClient, spec: CollectionSpec) -> None:
             raise ConflictError(
                 f"collection {spec.name!r} exists with another configuration"
             ) from None
+
+
+def report_records(
+    base_urls: Sequence[str],
+    admin_token: str,
+    spec: CollectionSpec,
+    records: Sequence[dict[str, Any]],
+    options: DemoOptions,
+    progress: Callable[[int, int], None] | None = None,
+    seed_offset: int = 0,
+) -> None:
+    """Create (or accept) the collection, then one client's report per record
+    (:func:`deal_records`); the clients' noise is seeded from ``options.seed + seed_offset``
+    when the options carry a seed."""
+    rng = None if options.seed is None else seeded_rng(options.seed + seed_offset)
+    with LDPClient(base_urls[0], token=admin_token) as admin:
+        ensure_collection(admin, spec)
+    deal_records(base_urls, spec.name, records, rng, options.batch_size, progress)
 
 
 def deal_records(

@@ -1,4 +1,4 @@
-"""Health, readiness, metrics, problem documents for every failure, OpenAPI."""
+"""Health, readiness, problem documents for every failure, OpenAPI (metrics: test_metrics.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from fastapi.testclient import TestClient
 from ldp_aggregator.app import create_app
 from ldp_aggregator.problems import HTTP_STATUS, http_status
 from ldp_aggregator.settings import Settings
-from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import (
     ALL_ERRORS,
     CollectionNotFoundError,
@@ -24,7 +23,7 @@ from ldp_shared.errors import (
     TransportError,
 )
 
-from .conftest import packed_reports, report_dicts, spec_payload, state_of
+from .conftest import spec_payload
 from .test_api_collections import slug
 
 
@@ -49,29 +48,6 @@ def test_readyz_when_the_database_is_unreachable(tmp_path: Path) -> None:
         # any route that needs the database answers 503 as well, not a bare 500
         failing = down.get("/v1/collections/anything")
         assert failing.status_code == 503 and slug(failing) == "transport"
-
-
-def test_metrics(client: TestClient, config: CollectionConfig) -> None:
-    items = report_dicts(config, packed_reports(config, 6))
-    items[0] = {**items[0], "bits": "!"}
-    client.post("/v1/collections/survey/reports", json={"reports": items})
-    client.post("/v1/collections/survey/reports", json={"reports": items[1:3]})
-    client.get("/no/such/path")
-    response = client.get("/metrics")
-    assert response.status_code == 200
-    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
-    text = response.text
-    assert 'ldpcollect_reports_total{status="accepted"} 5' in text
-    assert 'ldpcollect_reports_total{status="duplicate"} 2' in text
-    assert 'ldpcollect_reports_total{status="rejected"} 1' in text
-    assert "ldpcollect_report_batches_total 2" in text
-    route = 'route="/v1/collections/{name}/reports"'
-    assert f'ldpcollect_http_requests_total{{method="POST",{route},status="200"}} 2' in text
-    assert 'route="unmatched",status="404"' in text
-    assert 'route="/v1/collections",status="201"' in text
-    for line in text.splitlines():
-        assert line.startswith("#") or line.rsplit(" ", 1)[1].isdigit()
-    assert state_of(client).metrics.reports("accepted") == 5
 
 
 def test_unknown_route_and_method_are_problems(client: TestClient) -> None:

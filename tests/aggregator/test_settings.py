@@ -78,3 +78,50 @@ def test_with_generated_tokens_fills_missing_roles_only() -> None:
 def test_body_limit_must_be_positive() -> None:
     with pytest.raises(ValidationError):
         Settings(max_body_bytes=0)
+
+
+def test_metrics_token_is_kept_as_a_digest_and_is_no_role(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LDPCOLLECT_METRICS_TOKEN", "scrape-me")
+    kept = Settings().without_plain_tokens()
+    assert kept.metrics_token is None and "scrape-me" not in kept.model_dump_json()
+    digests = kept.token_digests()
+    assert digests.metrics == token_digest("scrape-me")
+    assert digests.reads_metrics("scrape-me") and digests.role_of("scrape-me") is None
+    assert not digests.reads_metrics("other")
+    monkeypatch.delenv("LDPCOLLECT_METRICS_TOKEN")
+    both = Settings(admin_token="adm", metrics_token_sha256=token_digest("m")).token_digests()
+    assert both.reads_metrics("adm") and both.reads_metrics("m")
+    assert Settings(metrics_token="").token_digests().metrics is None
+    _, generated = Settings().with_generated_tokens()
+    assert set(generated) == {"admin", "analyst"}  # /metrics stays open unless asked
+
+
+def test_upload_limits_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    defaults = Settings()
+    assert defaults.upload_rate_per_collection == 500.0
+    assert defaults.upload_burst_per_collection == 50_000
+    assert defaults.upload_rate_per_address == 0.0  # off
+    monkeypatch.setenv("LDPCOLLECT_UPLOAD_RATE_PER_COLLECTION", "20")
+    monkeypatch.setenv("LDPCOLLECT_UPLOAD_BURST_PER_COLLECTION", "10000")
+    monkeypatch.setenv("LDPCOLLECT_UPLOAD_RATE_PER_ADDRESS", "0.5")
+    monkeypatch.setenv("LDPCOLLECT_UPLOAD_BURST_PER_ADDRESS", "100")
+    settings = Settings()
+    assert settings.upload_rate_per_collection == 20.0
+    assert settings.upload_burst_per_collection == 10_000
+    assert settings.upload_rate_per_address == 0.5
+    assert settings.upload_burst_per_address == 100
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"upload_rate_per_collection": -1},
+        {"upload_rate_per_collection": float("nan")},
+        {"upload_rate_per_address": float("inf")},
+        {"upload_burst_per_collection": 0},
+        {"upload_burst_per_address": -5},
+    ],
+)
+def test_upload_limits_are_checked(bad: dict[str, float]) -> None:
+    with pytest.raises(ValidationError):
+        Settings(**bad)  # type: ignore[arg-type]

@@ -33,6 +33,7 @@ from ldp_shared.errors import (
     LDPError,
     NotFoundError,
     PayloadTooLargeError,
+    RateLimitedError,
     ReportRejectedError,
     TransportError,
     problem_type,
@@ -92,7 +93,7 @@ def test_validation_errors_of_a_problem_are_kept_as_notes():
         (404, NotFoundError, False),
         (413, PayloadTooLargeError, False),
         (418, TransportError, False),
-        (429, TransportError, True),
+        (429, RateLimitedError, True),
         (500, TransportError, True),
         (502, TransportError, True),
         (503, TransportError, True),
@@ -130,6 +131,7 @@ def test_retry_after_is_read():
     response = httpx.Response(429, headers={"retry-after": "2"})
     outcome = interpret_response(get_config_call("survey"), _request(), response)
     assert isinstance(outcome, Failure) and outcome.retry_after == 2.0
+    assert isinstance(outcome.error, RateLimitedError) and outcome.error.retry_after == 2.0
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") is None
     assert parse_retry_after("-1") is None
     assert parse_retry_after(None) is None
@@ -289,6 +291,12 @@ def test_backoff_is_exponential_jittered_and_capped():
     assert policy.attempts == 4
     assert policy.should_retry(True, 2) and not policy.should_retry(True, 3)
     assert not policy.should_retry(False, 0)
+    # a server that asks for longer than the client waits is not retried early
+    assert policy.should_retry(True, 0, retry_after=3.0)
+    assert not policy.should_retry(True, 0, retry_after=3.5)
+    assert policy.give_up_note(0, retry_after=3.5) is not None
+    assert policy.give_up_note(0) is None and policy.give_up_note(2) == "gave up after 3 attempts"
+    assert RetryPolicy().max_delay == 60.0
 
 
 @pytest.mark.parametrize("kwargs", [{"retries": -1}, {"retries": 1.5}, {"backoff": -0.1}])

@@ -5,7 +5,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -17,11 +19,9 @@ ADMIN = "admin-token-for-tests"
 ANALYST = "analyst-token-for-tests"
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[str]:
-    settings = Settings(
-        database_url=f"sqlite:///{tmp_path / 'agg.db'}", admin_token=ADMIN, analyst_token=ANALYST
-    )
+@contextmanager
+def serving(settings: Settings) -> Iterator[str]:
+    """Run an aggregator with ``settings`` on a free loopback port; yields its base URL."""
     config = uvicorn.Config(
         create_app(settings), host="127.0.0.1", port=0, log_level="warning", access_log=False
     )
@@ -33,6 +33,24 @@ def server(tmp_path: Path) -> Iterator[str]:
         assert time.monotonic() < deadline, "the aggregator did not start"
         time.sleep(0.02)
     port = uv.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}"
-    uv.should_exit = True
-    thread.join(timeout=30)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        uv.should_exit = True
+        thread.join(timeout=30)
+
+
+def e2e_settings(tmp_path: Path, **changes: Any) -> Settings:
+    """Settings on a fresh SQLite file with the test tokens (and ``changes``)."""
+    return Settings(
+        database_url=f"sqlite:///{tmp_path / 'agg.db'}",
+        admin_token=ADMIN,
+        analyst_token=ANALYST,
+        **changes,
+    )
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    with serving(e2e_settings(tmp_path)) as url:
+        yield url

@@ -343,3 +343,12 @@ def test_an_error_in_a_later_record_privatizes_nothing() -> None:
     config = make_config()
     with pytest.raises(InvalidRecordError, match="record 2"):
         Privatizer(config).privatize_many([GOOD, GOOD, {"colour": "red"}], seeded_rng(0))
+
+
+def test_an_out_of_domain_value_lists_the_allowed_ones() -> None:
+    """The error names the allowed values, the first ten of a long domain and how many more."""
+    config = make_config()
+    with pytest.raises(InvalidRecordError, match=r"allowed: 'red', 'green', .*, 'pink'$"):
+        Privatizer(config).privatize({**GOOD, "colour": "purple"}, seeded_rng(0))
+    with pytest.raises(InvalidRecordError, match=r"allowed: 's0', .*, 's9' \(and 290 more\)$"):
+        Privatizer(config).privatize({**GOOD, "size": "s300"}, seeded_rng(0))

@@ -1,8 +1,14 @@
-"""The bundled UCI Car Evaluation data."""
+"""The bundled data: UCI Car Evaluation, and the extract of UCI Adult."""
 
 from __future__ import annotations
 
-from ldp_simulation.datasets import CAR_DOMAINS, load_car
+import gzip
+import hashlib
+from importlib import resources
+
+import numpy as np
+
+from ldp_simulation.datasets import ADULT_BOUNDS, ADULT_DOMAINS, CAR_DOMAINS, load_adult, load_car
 
 
 def test_car_records_fit_their_domains() -> None:
@@ -16,3 +22,24 @@ def test_car_records_fit_their_domains() -> None:
     # the six features form a full factorial design: every combination exactly once
     features = {tuple(r[n] for n in list(CAR_DOMAINS)[:-1]) for r in car.records}
     assert len(features) == 1728
+
+
+# SHA-256 of the uncompressed extract, as LICENSE.md beside the data states it
+ADULT_CSV_SHA256 = "54efd8793571b7a766d21c63661500ee0917c02ef9b52d2c00da33104d19a6de"
+
+
+def test_adult_extract_is_the_documented_one() -> None:
+    packed = resources.files("ldp_simulation.datasets").joinpath("adult.csv.gz").read_bytes()
+    assert hashlib.sha256(gzip.decompress(packed)).hexdigest() == ADULT_CSV_SHA256
+    adult = load_adult()
+    assert adult.name == "adult" and len(adult.records) == 32_561
+    assert "CC BY 4.0" in adult.citation and "Kohavi and Becker" in adult.citation
+    assert adult.bounds == ADULT_BOUNDS and adult.domains == ADULT_DOMAINS
+    assert list(adult.records[0]) == ["age", "hours_per_week", "sex"]
+    # the documented ranges hold every value, so nothing of the demo's data is clipped
+    for name, (lo, hi) in ADULT_BOUNDS.items():
+        values = np.array([r[name] for r in adult.records])
+        assert values.dtype.kind == "i" and lo <= values.min() and values.max() <= hi
+    assert {r["sex"] for r in adult.records} == set(ADULT_DOMAINS["sex"])
+    # the first record of adult.data: 39, State-gov, ..., Male, ..., 40 hours
+    assert adult.records[0] == {"age": 39, "hours_per_week": 40, "sex": "Male"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -59,6 +60,18 @@ def test_demo_json_has_the_documented_shape_and_honest_intervals() -> None:
     assert set(nb) >= {"accuracy", "baseline_accuracy", "epsilon", "budget"}
     assert nb["budget"] in ("split", "sample")
     assert 0.0 <= nb["accuracy"] <= 1.0
+    numeric = result["numeric"]
+    assert set(numeric) >= {"collection", "n_reports", "epsilon", "budget", "means"}
+    assert numeric["n_reports"] == 20_000  # the first 20,000 records of the Adult extract
+    assert numeric["budget"] == "sample" and numeric["epsilon"] == pytest.approx(4.0)
+    for name, mean in numeric["means"].items():
+        assert mean["mechanism"] == "piecewise"  # the whole ε = 4 on one attribute
+        assert mean["ci_low"] < mean["mean"] < mean["ci_high"]
+        # two means, Bonferroni at the statistical suite's α = 0.001 (two-sided)
+        z = NormalDist().inv_cdf(1 - 0.001 / 2 / 2)
+        assert abs(mean["mean"] - mean["true_mean"]) <= z * mean["stderr"], name
+        assert mean["variance"] > 0 and 0 < mean["n_reports"] < numeric["n_reports"]
+    assert numeric["frequencies"]["sex"]["values"] == ["Female", "Male"]
     itemsets = result["itemsets"]
     assert set(itemsets) >= {"p", "min_support", "by_length", "top"}
     assert itemsets["p"] == pytest.approx(0.9)

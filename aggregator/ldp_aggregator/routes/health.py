@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Request
-from fastapi.responses import PlainTextResponse
+from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel
 from sqlalchemy.exc import SQLAlchemyError
 
+from ldp_aggregator.auth import require_metrics_reader
 from ldp_aggregator.deps import app_state
-from ldp_aggregator.metrics import PROMETHEUS_MEDIA_TYPE
 from ldp_aggregator.problems import logger, problem_responses
 from ldp_aggregator.storage.engine import ping
 from ldp_shared.errors import TransportError
@@ -35,15 +34,33 @@ def healthz() -> HealthStatus:
 @router.get("/readyz", response_model=ReadyStatus, responses=problem_responses(503))
 def readyz(request: Request) -> ReadyStatus:
     """Readiness: the database answers ``SELECT 1``."""
+    state = app_state(request)
     try:
-        ping(app_state(request).engine)
+        ping(state.engine)
     except SQLAlchemyError as exc:
+        state.metrics.count_database_error(exc)
         logger.warning("readiness check failed: %s", type(exc).__name__)
         raise TransportError("the database is unreachable") from None
     return ReadyStatus()
 
 
-@router.get("/metrics", response_class=PlainTextResponse)
-def metrics(request: Request) -> PlainTextResponse:
-    """Counters in the Prometheus text format."""
-    return PlainTextResponse(app_state(request).metrics.render(), media_type=PROMETHEUS_MEDIA_TYPE)
+_EXPOSITION = {
+    "description": "The Prometheus text exposition (OpenMetrics when the Accept header asks)",
+    "content": {"text/plain": {"schema": {"type": "string"}}},
+}
+
+
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={200: _EXPOSITION, **problem_responses(401, 403)},
+    dependencies=[Depends(require_metrics_reader)],
+)
+def metrics(request: Request) -> Response:
+    """The app's metrics in the Prometheus text format (OpenMetrics when asked for).
+
+    Open unless ``LDPCOLLECT_METRICS_TOKEN`` is set; then the metrics token or the admin
+    token must be presented.
+    """
+    body, media_type = app_state(request).metrics.exposition(request.headers.get("accept"))
+    return Response(body, media_type=media_type)

@@ -1,4 +1,4 @@
-"""Uploading a batch of reports (no token: anyone may contribute)."""
+"""Uploading a batch of reports (no token: anyone may contribute, within the upload limits)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,20 @@ router = APIRouter(prefix="/v1/collections", tags=["reports"])
 
 
 @router.post(
-    "/{name}/reports", response_model=BatchResult, responses=problem_responses(404, 413, 503)
+    "/{name}/reports", response_model=BatchResult, responses=problem_responses(404, 413, 429, 503)
 )
 def upload_reports(name: str, batch: ReportBatch, request: Request) -> BatchResult:
-    """Store a batch of perturbed reports; one outcome per report, in order."""
+    """Store a batch of perturbed reports; one outcome per report, in order.
+
+    Over an upload limit: 429 with ``Retry-After``, and nothing is stored.
+    """
     state = app_state(request)
-    result = ingest_batch(state.engine, state.collections.get(name), batch)
-    state.metrics.count_reports(result.accepted, result.duplicate, result.rejected)
+    collection = state.collections.get(name)
+    address = request.client.host if request.client is not None else None
+    refusal = state.upload_limits.admit(collection.name, len(batch.reports), address)
+    if refusal is not None:
+        state.metrics.count_rate_limited(collection.name, refusal.limit, len(batch.reports))
+        raise refusal.error()
+    result = ingest_batch(state.engine, collection, batch)
+    state.metrics.count_reports(collection.name, result.accepted, result.duplicate, result.rejected)
     return result

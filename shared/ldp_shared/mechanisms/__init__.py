@@ -2,8 +2,8 @@
 
 Importing this package registers the built-in mechanisms: ``oue``, ``sue``, ``grr``,
 ``exponential`` and ``mask`` for categorical values and baskets, ``duchi``,
-``piecewise``, ``hybrid`` and ``laplace`` for means of bounded numbers, ``histogram`` for
-their distribution over chosen bins.
+``piecewise``, ``hybrid``, ``laplace`` and ``gaussian`` (ε, δ) for means of bounded
+numbers, ``histogram`` for their distribution over chosen bins.
 :mod:`ldp_shared.mechanisms.base` defines the interface a module implements and
 :mod:`ldp_shared.mechanisms.registry` maps names to spec classes; ``docs/mechanisms.md``
 lists the steps to add one.
@@ -19,6 +19,7 @@ from ldp_shared.mechanisms.base import (
 )
 from ldp_shared.mechanisms.duchi import DuchiRandomizer, DuchiSpec
 from ldp_shared.mechanisms.exponential import ExponentialRandomizer, ExponentialSpec
+from ldp_shared.mechanisms.gaussian import GaussianRandomizer, GaussianSpec
 from ldp_shared.mechanisms.grr import (
     GeneralizedRandomizedResponse,
     GeneralizedRandomizedResponseSpec,
@@ -43,6 +44,8 @@ __all__ = [
     "DuchiSpec",
     "ExponentialRandomizer",
     "ExponentialSpec",
+    "GaussianRandomizer",
+    "GaussianSpec",
     "GeneralizedRandomizedResponse",
     "GeneralizedRandomizedResponseSpec",
     "HistogramGRR",

@@ -148,14 +148,27 @@ def domain_indices(
     """The index in ``domain`` of every value.
 
     A value outside the domain raises :class:`InvalidRecordError` with the message
-    ``error.format(bad=repr(value))``.
+    ``error.format(bad=repr(value))`` followed by the allowed values (the first
+    :data:`LISTED_VALUES` of them).
     """
     lookup = {v: i for i, v in enumerate(domain)}
     try:
         return np.fromiter(map(lookup.__getitem__, values), dtype=np.int64, count=len(values))
     except (KeyError, TypeError):
         bad = next(v for v in values if not isinstance(v, str) or v not in lookup)
-        raise InvalidRecordError(error.format(bad=repr(bad))) from None
+        message = f"{error.format(bad=repr(bad))}; {allowed_values(domain)}"
+        raise InvalidRecordError(message) from None
+
+
+LISTED_VALUES = 10
+"""How many allowed values an out-of-domain error lists."""
+
+
+def allowed_values(domain: Sequence[str]) -> str:
+    """``allowed: 'a', 'b', … (and 5 more)`` for an error message."""
+    listed = ", ".join(map(repr, domain[:LISTED_VALUES]))
+    more = len(domain) - LISTED_VALUES
+    return f"allowed: {listed}" + (f" (and {more} more)" if more > 0 else "")
 
 
 def index_width(d: int) -> int:

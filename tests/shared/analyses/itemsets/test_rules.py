@@ -64,3 +64,16 @@ def test_table_with_names_is_the_apriori_frame_of_mlxtend() -> None:
     ours = dict(zip(table["itemsets"], table["support"], strict=True))
     assert ours == pytest.approx(dict(zip(theirs["itemsets"], theirs["support"], strict=True)))
     assert list(table.columns) == ["support", "itemsets"]
+
+
+def test_rule_standard_errors_vanish_without_noise_and_are_positive_with_it() -> None:
+    """Exact counting has no distortion variance; MASK's rules all carry a positive one."""
+    packed = quest()
+    exact = our_rules(mine_frequent_itemsets(PackedBits(packed), 40, EXACT, 0.05), 0.6)
+    assert exact and all(r.confidence_stderr == 0.0 == r.lift_stderr for r in exact)
+    channel = BitChannel.mask(0.9)
+    found = mine_frequent_itemsets(PackedBits(distort(packed, channel.p, 3)), 40, channel, 0.05)
+    noisy = our_rules(found, 0.6)
+    assert noisy
+    for r in noisy:
+        assert 0.0 < r.confidence_stderr < 1.0 and 0.0 < r.lift_stderr < r.lift
