@@ -4,9 +4,17 @@ In a label collection (naive Bayes) a feature's frequencies are the sums over th
 of its joint estimates, and the label's are combined over the features
 (:mod:`ldp_shared.analyses.joint`, with their variances); under the ``sample`` budget each
 attribute is estimated from the reports that carried it, with the sampling variance added.
+
+``postprocess=ibu`` adds the iterative Bayesian update over the attribute's channel
+(:mod:`ldp_shared.analyses.ibu`, plain EM updates) beside the raw estimate; an
+attribute with ordered values also gets its CDF, mean rank and median
+(:mod:`ldp_shared.analyses.ordinal`).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
+from typing import Literal
 
 from sqlalchemy import Engine
 
@@ -19,28 +27,45 @@ from ldp_aggregator.release import (
 )
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.stats import Stats
-from ldp_shared.analyses.joint import attribute_estimate, feature_marginal, label_estimate
+from ldp_shared.analyses.ibu import DEFAULT_TOLERANCE, Functional, IBUResult, bayesian_update
+from ldp_shared.analyses.joint import (
+    attribute_channel,
+    attribute_covariance,
+    attribute_estimate,
+    feature_marginal,
+    label_estimate,
+)
+from ldp_shared.analyses.ordinal import ordinal_summary
 from ldp_shared.analyses.postprocess import POSTPROCESS_METHODS, PostProcess, postprocess
-from ldp_shared.collection import CollectionConfig
-from ldp_shared.errors import InvalidQueryError
-from ldp_shared.kernel import FrequencyEstimate
-from ldp_shared.wire import FrequencyResult
+from ldp_shared.collection import AttributeConfig, CollectionConfig
+from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
+from ldp_shared.kernel import FrequencyEstimate, z_value
+from ldp_shared.wire import FrequencyResult, IBUStatus, OrdinalEstimate, OrdinalSummary
+
+Method = PostProcess | Literal["ibu"]
+METHODS: tuple[Method, ...] = (*POSTPROCESS_METHODS, "ibu")
 
 
 def check_frequency_query(
     config: CollectionConfig, attribute: str, confidence: float, method: str
-) -> tuple[int | None, PostProcess]:
+) -> tuple[int | None, Method]:
     """Validate a query; returns the attribute's position (``None`` for the label) and the
     post-processing method."""
     label = None if config.label is None else config.label.name
     attr = None if attribute == label else released_attribute(config, attribute, "frequencies")
     check_confidence(confidence)
-    if method not in POSTPROCESS_METHODS:
+    if method not in METHODS:
         raise InvalidQueryError(
-            f"unknown post-processing {method!r}; choose one of {', '.join(POSTPROCESS_METHODS)}"
+            f"unknown post-processing {method!r}; choose one of {', '.join(METHODS)}"
         )
-    known_method: PostProcess = method
+    known_method: Method = method
     if attr is None:
+        if known_method == "ibu":
+            raise InvalidQueryError(
+                f"{attribute!r} is the label: its frequencies combine the reports of every"
+                " feature, so no single channel describes them and IBU does not apply; use"
+                " postprocess=norm-sub or simplex"
+            )
         return None, known_method
     if known_method != "none" and not config.spec_of(attr).is_distribution:
         raise InvalidQueryError(
@@ -48,6 +73,52 @@ def check_frequency_query(
             "to 1, so post-processing onto the simplex does not apply; use postprocess=none"
         )
     return config.attributes.index(attr), known_method
+
+
+def _ibu(config: CollectionConfig, attr: AttributeConfig, stats: Stats) -> IBUResult:
+    """IBU over the attribute's channel; a feature's joint cells are summed over classes."""
+    channel = attribute_channel(config, attr, stats.n_reports, stats.sums, stats.floats)
+    if channel is None:
+        raise InvalidQueryError(
+            f"attribute {attr.name!r} ({attr.mechanism}) does not state a finite channel,"
+            " which IBU needs; use postprocess=norm-sub or simplex"
+        )
+    fit = bayesian_update(channel)
+    if attr.is_feature:
+        marginal = fit.estimate.reshape(attr.d, attr.classes).sum(axis=1)
+        return replace(fit, estimate=marginal)
+    return fit
+
+
+def _ordinal(
+    config: CollectionConfig, attr: AttributeConfig, stats: Stats, confidence: float
+) -> OrdinalSummary | None:
+    """The ordinal summaries of an attribute with ordered values, if its mechanism knows
+    its covariance and the estimate can be normalised (see ``analyses.ordinal``)."""
+    if not config.spec_of(attr).is_ordered:
+        return None
+    moments = attribute_covariance(config, attr, stats.n_reports, stats.sums, stats.floats)
+    if moments is None:
+        return None
+    try:
+        summary = ordinal_summary(*moments)
+    except InsufficientReportsError:
+        return None
+    z = z_value(confidence)
+    cdf, se = summary.cdf.cdf, summary.cdf.stderr
+
+    def interval(f: Functional) -> OrdinalEstimate:
+        low, high = f.value - z * f.stderr, f.value + z * f.stderr
+        return OrdinalEstimate(value=f.value, stderr=f.stderr, ci_low=low, ci_high=high)
+
+    return OrdinalSummary(
+        cdf=cdf.tolist(),
+        cdf_stderr=se.tolist(),
+        cdf_ci_low=(cdf - z * se).tolist(),
+        cdf_ci_high=(cdf + z * se).tolist(),
+        mean_rank=interval(summary.mean_rank),
+        median_rank=interval(summary.median_rank),
+    )
 
 
 def _label_mechanism(config: CollectionConfig) -> str:
@@ -87,7 +158,21 @@ def frequency_result(
             estimate = feature_marginal(attr, n, stats.sums, confidence)
         else:
             estimate = attribute_estimate(config, attr, n, stats.sums, confidence, stats.floats)
-    repaired = None if known == "none" else postprocess(estimate.estimate, known).tolist()
+    repaired, ibu, ordinal = None, None, None
+    if index is not None:
+        attr = config.attributes[index]
+        ordinal = _ordinal(config, attr, stats, confidence)
+        if known == "ibu":
+            fit = _ibu(config, attr, stats)
+            repaired = fit.estimate.tolist()
+            ibu = IBUStatus(
+                iterations=fit.iterations,
+                converged=fit.converged,
+                change=fit.change,
+                tolerance=DEFAULT_TOLERANCE,
+            )
+    if known not in ("none", "ibu"):
+        repaired = postprocess(estimate.estimate, known).tolist()
     return FrequencyResult(
         collection=config.name,
         attribute=name,
@@ -105,6 +190,8 @@ def frequency_result(
         ci_high=estimate.ci_high.tolist(),
         postprocessed=repaired,
         attribute_reports=carried,
+        ibu=ibu,
+        ordinal=ordinal,
     )
 
 

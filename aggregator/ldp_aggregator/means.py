@@ -17,6 +17,7 @@ from ldp_aggregator.release import (
     carried_reports,
     check_confidence,
     current_stats,
+    release_header,
     released_attribute,
     require_reports,
 )
@@ -49,14 +50,8 @@ def mean_result(
         own = config.randomizer(attr).estimate_stats(stats_j, carried, confidence)
     spread = own.value_variance if isinstance(own, MeanEstimate) else None
     return MeanResult(
-        collection=config.name,
-        attribute=attr.name,
-        mechanism=attr.mechanism,
-        n_reports=n,
-        epsilon=config.privacy.attribute(attr.name).epsilon,
+        **release_header(config, attr, n, confidence),
         delta=config.privacy.attribute(attr.name).delta,
-        record_epsilon=config.epsilon,
-        confidence=confidence,
         lo=float(getattr(spec, "lo")),  # noqa: B009  (every mean-released spec has bounds)
         hi=float(getattr(spec, "hi")),  # noqa: B009
         mean=float(estimate.estimate[0]),

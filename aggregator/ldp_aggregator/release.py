@@ -7,6 +7,8 @@ The release minimum (``release.min_reports``) applies to all reports, and under 
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Engine
 
 from ldp_aggregator.storage.collections import StoredCollection
@@ -87,3 +89,19 @@ def current_stats(engine: Engine, collection: StoredCollection) -> Stats:
     config = collection.config
     with engine.connect() as connection:
         return read_stats(connection, collection.id, config.stats_length, config.float_stats_length)
+
+
+def release_header(
+    config: CollectionConfig, attribute: AttributeConfig, n: int, confidence: float
+) -> dict[str, Any]:
+    """What every release of one reported attribute states first (collection, attribute,
+    mechanism, ``n_reports``, its exact ε and the record's, the confidence level)."""
+    return {
+        "collection": config.name,
+        "attribute": attribute.name,
+        "mechanism": attribute.mechanism,
+        "n_reports": n,
+        "epsilon": config.privacy.attribute(attribute.name).epsilon,
+        "record_epsilon": config.epsilon,
+        "confidence": confidence,
+    }

@@ -39,6 +39,7 @@ from ldp_shared.wire import (
     MeanResult,
     NaiveBayesModel,
     NaiveBayesPredictions,
+    QuantileResult,
     Report,
 )
 
@@ -183,12 +184,35 @@ class LDPClient:
         confidence: float = 0.95,
         postprocess: PostProcess = "none",
     ) -> FrequencyResult:
-        """Frequency estimates of one attribute, with standard errors (analyst token)."""
+        """Frequency estimates of one attribute, with standard errors (analyst token).
+
+        ``postprocess``: ``"norm-sub"`` or ``"simplex"`` (Wang et al., NDSS 2020), or
+        ``"ibu"`` (iterative Bayesian update: ``postprocessed`` plus ``ibu``, how it ended);
+        the raw unbiased estimate is always there. Attributes with ordered values (ordinal
+        exponential, histogram) also carry ``ordinal``: CDF, mean rank and median rank.
+        """
         return self._call(protocol.frequencies_call(name, attribute, confidence, postprocess))
 
     def means(self, name: str, attribute: str, *, confidence: float = 0.95) -> MeanResult:
         """The mean of a numeric attribute, with its standard error (analyst token)."""
         return self._call(protocol.means_call(name, attribute, confidence))
+
+    def quantiles(
+        self,
+        name: str,
+        attribute: str,
+        q: Sequence[float] = (0.25, 0.5, 0.75),
+        *,
+        confidence: float = 0.95,
+    ) -> QuantileResult:
+        """Quantiles of a histogram attribute at the levels ``q`` (each in (0, 1)), in the
+        number's units, with intervals at ``confidence`` (analyst token).
+
+        Levels outside (0, 1), NaN or none at all, a non-histogram attribute or a bad
+        confidence raise :class:`~ldp_shared.errors.InvalidQueryError`; too few reports
+        :class:`~ldp_shared.errors.InsufficientReportsError`.
+        """
+        return self._call(protocol.quantiles_call(name, attribute, q, confidence))
 
     # ------------------------------------------------------------------ naive Bayes
 

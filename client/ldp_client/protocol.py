@@ -47,7 +47,14 @@ from ldp_shared.errors import (
     problem_type,
 )
 from ldp_shared.schema import COLLECTION_NAME_PATTERN, CollectionSpec
-from ldp_shared.wire import BatchResult, FrequencyResult, MeanResult, Report, ReportBatch
+from ldp_shared.wire import (
+    BatchResult,
+    FrequencyResult,
+    MeanResult,
+    QuantileResult,
+    Report,
+    ReportBatch,
+)
 
 __all__ = [
     "ApiCall",
@@ -64,12 +71,13 @@ __all__ = [
     "interpret_response",
     "list_collections_call",
     "means_call",
+    "quantiles_call",
     "submit_reports_call",
 ]
 
 T = TypeVar("T")
 
-PostProcess = Literal["none", "norm-sub", "simplex"]
+PostProcess = Literal["none", "norm-sub", "simplex", "ibu"]
 
 JSON = "application/json"
 PROBLEM_JSON = "application/problem+json"
@@ -248,6 +256,26 @@ def means_call(name: str, attribute: str, confidence: float) -> ApiCall[MeanResu
         collection_path(name) + "/means",
         MeanResult.model_validate_json,
         params=_estimate_params(attribute, confidence),
+        auth=True,
+    )
+
+
+def quantiles_call(
+    name: str, attribute: str, levels: Sequence[float], confidence: float
+) -> ApiCall[QuantileResult]:
+    """``GET /v1/collections/{name}/quantiles`` (analyst): quantiles of a histogram
+    attribute at ``levels`` (the aggregator checks that they lie in (0, 1))."""
+    params = _estimate_params(attribute, confidence)
+    if isinstance(levels, str | bytes) or not all(
+        isinstance(q, int | float) and not isinstance(q, bool) for q in levels
+    ):
+        raise InvalidQueryError(f"quantile levels must be a sequence of numbers, got {levels!r}")
+    params["q"] = ",".join(repr(float(q)) for q in levels)
+    return ApiCall(
+        "GET",
+        collection_path(name) + "/quantiles",
+        QuantileResult.model_validate_json,
+        params=params,
         auth=True,
     )
 

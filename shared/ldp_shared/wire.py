@@ -89,10 +89,42 @@ class _AttributeRelease(_Wire):
     confidence: float
 
 
+class IBUStatus(_Wire):
+    """How the iterative Bayesian update of ``postprocess=ibu`` ended."""
+
+    iterations: int = Field(description="EM updates computed (at most 10,000)")
+    converged: bool = Field(description="whether the last update moved the estimate ≤ tolerance")
+    change: float = Field(description="L1 distance moved by the last update")
+    tolerance: float
+
+
+class OrdinalEstimate(_Wire):
+    """A scalar of an ordered attribute (a rank), with its standard error and interval."""
+
+    value: float
+    stderr: float
+    ci_low: float
+    ci_high: float
+
+
+class OrdinalSummary(_Wire):
+    """CDF, mean rank and median rank of an attribute whose values are ordered (ranks
+    ``0..d-1``), from the raw estimate normalised to sum to one, with delta-method errors."""
+
+    cdf: list[float] = Field(description="P(rank ≤ k) for every value k, in order")
+    cdf_stderr: list[float]
+    cdf_ci_low: list[float]
+    cdf_ci_high: list[float]
+    mean_rank: OrdinalEstimate
+    median_rank: OrdinalEstimate = Field(
+        description="interpolated within its value: rank k spreads over [k − ½, k + ½]"
+    )
+
+
 class FrequencyResult(_AttributeRelease):
     """Frequency estimates of one attribute, as released to an analyst."""
 
-    postprocess: Literal["none", "norm-sub", "simplex"]
+    postprocess: Literal["none", "norm-sub", "simplex", "ibu"]
     values: list[str]
     estimate: list[float] = Field(description="raw unbiased frequencies (always included)")
     counts: list[float] = Field(description="raw unbiased counts, n_reports · estimate")
@@ -109,6 +141,16 @@ class FrequencyResult(_AttributeRelease):
             "budget 'sample': how many of the n_reports carried this attribute (absent when"
             " every report carries it)"
         ),
+    )
+    ibu: IBUStatus | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="postprocess=ibu: how the iteration ended (postprocessed holds its result)",
+    )
+    ordinal: OrdinalSummary | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="for ordered values (ordinal exponential, histogram): CDF, mean, median",
     )
 
 
@@ -138,6 +180,34 @@ class MeanResult(_AttributeRelease):
             "estimated variance of the clipped true values (x units squared), where the"
             " mechanism's answers carry a second moment (absent otherwise)"
         ),
+    )
+
+
+class Quantile(_Wire):
+    """One quantile of a histogram attribute, in the number's units."""
+
+    probability: float = Field(description="the level q in (0, 1)")
+    value: float = Field(description="interpolated linearly within its bin from the CDF")
+    ci_low: float
+    ci_high: float
+    bin: int = Field(description="index of the bin the estimate falls in")
+
+
+class QuantileResult(_AttributeRelease):
+    """Quantiles of a histogram attribute, as released to an analyst."""
+
+    edges: list[float] = Field(description="the bin edges; values were clipped to the ends")
+    quantiles: list[Quantile]
+    interval: Literal["inverted-cdf-band"] = Field(
+        default="inverted-cdf-band",
+        description=(
+            "every x at which the normal test of F(x) = q does not reject (Woodruff 1952)"
+        ),
+    )
+    attribute_reports: int | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="budget 'sample': how many of the n_reports carried this attribute",
     )
 
 

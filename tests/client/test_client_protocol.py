@@ -19,6 +19,7 @@ from ldp_client.protocol import (
     get_config_call,
     interpret_exception,
     interpret_response,
+    quantiles_call,
     submit_reports_call,
 )
 from ldp_client.retry import RetryPolicy, parse_retry_after
@@ -360,3 +361,21 @@ def test_summary_and_rejection_error():
     assert isinstance(error, ReportRejectedError)
     assert error.rejected == {"cccccccc": "wrong length"}
     assert rejection_error(SubmitSummary(3, 0, 0)) is None
+
+
+def test_quantile_levels_travel_as_one_comma_separated_parameter():
+    with httpx.Client(base_url=URL) as http:
+        request = quantiles_call("survey", "age", [0.25, 0.5, 1], 0.9).build(http, "tok")
+    assert request.url.path == "/v1/collections/survey/quantiles"
+    assert request.headers["authorization"] == "Bearer tok"
+    assert dict(request.url.params) == {
+        "attribute": "age",
+        "confidence": "0.9",
+        "q": "0.25,0.5,1.0",
+    }
+
+
+@pytest.mark.parametrize("levels", ["0.5", [0.5, "0.9"], [True], [None]])
+def test_quantile_levels_must_be_numbers(levels):
+    with pytest.raises(InvalidQueryError, match="sequence of numbers"):
+        quantiles_call("survey", "age", levels, 0.95)

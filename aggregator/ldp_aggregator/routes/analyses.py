@@ -1,5 +1,5 @@
 """Analyses of a collection (analyst): frequencies of categorical attributes, means of
-numeric ones."""
+numeric ones, quantiles of histograms."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from ldp_aggregator.deps import app_state
 from ldp_aggregator.frequencies import estimate_frequencies
 from ldp_aggregator.means import estimate_mean
 from ldp_aggregator.problems import problem_responses
-from ldp_shared.wire import FrequencyResult, MeanResult
+from ldp_aggregator.quantiles import estimate_quantiles
+from ldp_shared.wire import FrequencyResult, MeanResult, QuantileResult
 
 router = APIRouter(prefix="/v1/collections", tags=["analyses"])
 
@@ -31,7 +32,13 @@ def frequencies(
         float, Query(description="confidence level of the intervals, in (0, 1)")
     ] = 0.95,
     postprocess: Annotated[
-        str, Query(description="none, norm-sub or simplex (the raw estimate is always included)")
+        str,
+        Query(
+            description=(
+                "none, norm-sub, simplex or ibu (iterative Bayesian update); the raw estimate"
+                " is always included"
+            )
+        ),
     ] = "none",
 ) -> FrequencyResult:
     """Unbiased frequencies with standard errors and confidence intervals, in O(d)."""
@@ -58,3 +65,27 @@ def means(
     state = app_state(request)
     collection = state.collections.get(name)
     return estimate_mean(state.engine, collection, attribute, confidence)
+
+
+@router.get(
+    "/{name}/quantiles",
+    response_model=QuantileResult,
+    dependencies=[Depends(require_analyst)],
+    responses=problem_responses(401, 404, 409),
+)
+def quantiles(
+    name: str,
+    request: Request,
+    attribute: Annotated[str, Query(description="the histogram attribute")],
+    q: Annotated[
+        str, Query(description="comma-separated levels in (0, 1), e.g. 0.25,0.5,0.9")
+    ] = "0.25,0.5,0.75",
+    confidence: Annotated[
+        float, Query(description="confidence level of the intervals, in (0, 1)")
+    ] = 0.95,
+) -> QuantileResult:
+    """Quantiles of a histogram attribute, interpolated within their bins, with intervals
+    from the inverted pointwise band of the estimated CDF."""
+    state = app_state(request)
+    collection = state.collections.get(name)
+    return estimate_quantiles(state.engine, collection, attribute, q, confidence)

@@ -16,14 +16,42 @@ that maximum and IBU converges to it. IBU is post-processing of the reports, so 
 no privacy; it is offered beside the unbiased estimate, never instead of it (it is biased
 towards the interior when some frequencies are near 0).
 
-*Stopping rule:* stop at the first iteration whose L1 change ``Σ_x |f_new - f|`` is at
-most ``tolerance`` (default ``1e-10``), or after ``max_iterations`` (default 10,000),
-reporting which happened (``converged``). EM converges linearly, at a rate set by how
-much the channel blurs the values: from the expected counts of 10^5 reports over 8
-values, the L1 change reaches 1e-10 after 2,011 iterations for the ordinal exponential
+*Stopping rule:* stop at the first update whose L1 change ``Σ_x |f_new - f|`` is at
+most ``tolerance`` (default ``1e-10``), or after ``max_iterations`` updates (default
+10,000), reporting which happened (``converged``). EM converges linearly, at a rate set by
+how much the channel blurs the values: from the expected counts of 10^5 reports over 8
+values, the L1 change reaches 1e-10 after 2,011 updates for the ordinal exponential
 mechanism at ε = 4, 4,043 for GRR at ε = 1, 18,566 for ordinal at ε = 2 and 124,980 at
 ε = 1. Stopping early still returns a distribution; what is left unresolved lies along
 the directions the reports barely inform, where the sampling error is largest too.
+
+*Acceleration* (``accelerate=True``): SQUAREM (Varadhan and Roland, "Simple and
+globally convergent methods for accelerating the convergence of any EM algorithm",
+Scand. J. Statist. 2008, scheme S3). From ``f``, two updates ``f1``, ``f2`` give ``r = f1
+− f`` and ``v = f2 − 2f1 + f``; the point ``f − 2αr + α²v`` with ``α = min(−‖r‖/‖v‖, −1)``
+(``α = −1`` is ``f2``), with ``α`` moved halfway to −1 (at most 8 times, then ``f2``)
+while the point leaves the open simplex, is normalised and updated once more; if that
+lowers the likelihood below ``f2``'s, ``f2`` is kept. So the likelihood never decreases
+and the fixed point is the same. The same four cases need 100, 76, 478 and 1,051
+updates (each cycle costs three updates and two likelihoods).
+
+Which to use: they agree wherever the plain iteration converges. Where it does not
+within its budget, the two stop at different points: SQUAREM close to the maximum of
+the likelihood, the plain iteration short of it, smoother (started from the uniform
+distribution, early stopping acts as a regulariser). Where the channel is
+ill-conditioned the maximum itself is far from the truth: from 10^5 reports of a
+bell-shaped truth, over 32 to 512 values of the ordinal exponential mechanism, the L1
+error of SQUAREM's point is 0.76 to 1.65 against 0.28 to 0.49 after 10,000 plain
+updates; OUE over 512 values at ε = 1 converges to an L1 error of 1.20 where the
+unconverged plain iterate has 0.74; GRR over 128 to 512 values at ε <= 2 is about equal
+(``bench/quantiles.py``). The frequency endpoint therefore runs the plain iteration,
+the IBU of the literature, and says whether it converged; SQUAREM serves offline use
+and the tests that need the maximum itself.
+
+*Channels.* :func:`bayesian_update` takes a mechanism's
+:class:`~ldp_shared.mechanisms.likelihood.ReportChannel` (``M f`` and ``Mᵀ r`` as
+products, O(d) for GRR and unary encoding; unary encoding's is the per-bit composite
+likelihood); :func:`iterative_bayesian_update` takes a dense matrix.
 
 **Ordinal summaries.** For values with an order (ranks ``0..d-1``) and an estimate ``f̂``
 with covariance ``V`` (e.g. :meth:`ExponentialRandomizer.estimate_covariance
@@ -46,6 +74,7 @@ from numpy.typing import ArrayLike
 
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.kernel import FloatArray
+from ldp_shared.mechanisms.likelihood import DenseChannel, ReportChannel
 
 DEFAULT_TOLERANCE = 1e-10
 DEFAULT_MAX_ITERATIONS = 10_000
@@ -64,17 +93,6 @@ class IBUResult:
     """``Σ_y C_y ln (M f)_y`` at the estimate."""
 
 
-def _check_channel(channel: ArrayLike) -> FloatArray:
-    m = np.asarray(channel, dtype=np.float64)
-    if m.ndim != 2 or 0 in m.shape:
-        raise InvalidQueryError("the channel must be a non-empty matrix M[report, value]")
-    if not np.all(np.isfinite(m)) or np.any(m < 0.0):
-        raise InvalidQueryError("channel probabilities must be finite and non-negative")
-    if not np.allclose(m.sum(axis=0), 1.0, rtol=0.0, atol=1e-9):
-        raise InvalidQueryError("each channel column (one value's reports) must sum to 1")
-    return m
-
-
 def _log_likelihood(counts: FloatArray, predicted: FloatArray) -> float:
     seen = counts > 0.0
     return float(np.sum(counts[seen] * np.log(predicted[seen])))
@@ -87,34 +105,83 @@ def iterative_bayesian_update(
     max_iterations: int = DEFAULT_MAX_ITERATIONS,
 ) -> IBUResult:
     """IBU from the channel ``M[y, x]`` and the report counts ``C_y`` (see the module)."""
-    m = _check_channel(channel)
-    c = np.asarray(counts, dtype=np.float64)
-    if c.shape != (m.shape[0],) or not np.all(np.isfinite(c)) or np.any(c < 0.0):
-        raise InvalidQueryError(f"counts must be {m.shape[0]} finite non-negative numbers")
-    total = float(c.sum())
-    if total <= 0.0:
-        raise InvalidQueryError("no reports to estimate from")
+    return bayesian_update(
+        DenseChannel(np.asarray(channel), np.asarray(counts)), tolerance, max_iterations
+    )
+
+
+def bayesian_update(
+    channel: ReportChannel,
+    tolerance: float = DEFAULT_TOLERANCE,
+    max_iterations: int = DEFAULT_MAX_ITERATIONS,
+    accelerate: bool = False,
+) -> IBUResult:
+    """IBU over a mechanism's channel and the counts of its outputs
+    (:meth:`~ldp_shared.mechanisms.base.Randomizer.report_channel`); ``accelerate`` takes
+    SQUAREM steps (see the module). ``iterations`` counts updates either way."""
     if not (tolerance > 0.0 and max_iterations >= 1):
         raise InvalidQueryError("tolerance must be > 0 and max_iterations >= 1")
-    observed = c / total
-    f = np.full(m.shape[1], 1.0 / m.shape[1])
+    em = _Update(channel)
+    f = np.full(channel.cells, 1.0 / channel.cells)
     change = np.inf
-    iterations = 0
-    while iterations < max_iterations and change > tolerance:
-        predicted = m @ f
-        ratio = np.divide(observed, predicted, out=np.zeros_like(observed), where=observed > 0)
-        updated = f * (m.T @ ratio)
-        updated /= updated.sum()  # exact in real arithmetic; removes rounding drift
+    while em.count < max_iterations and change > tolerance:
+        updated = em(f)
         change = float(np.abs(updated - f).sum())
-        f = updated
-        iterations += 1
+        if not accelerate or change <= tolerance or em.count + 2 > max_iterations:
+            f = updated
+            continue
+        f = em.squarem_cycle(f, updated)
     return IBUResult(
         estimate=f,
-        iterations=iterations,
+        iterations=em.count,
         converged=change <= tolerance,
         change=change,
-        log_likelihood=_log_likelihood(c, m @ f),
+        log_likelihood=em.log_likelihood(f),
     )
+
+
+class _Update:
+    """The EM (IBU) update of one channel and its counts, counting its evaluations."""
+
+    def __init__(self, channel: ReportChannel) -> None:
+        self.channel = channel
+        self.observed = channel.counts / float(channel.counts.sum())
+        self.count = 0
+
+    def __call__(self, f: FloatArray) -> FloatArray:
+        self.count += 1
+        predicted = self.channel.forward(f)
+        ratio = np.divide(
+            self.observed, predicted, out=np.zeros_like(predicted), where=self.observed > 0
+        )
+        updated: FloatArray = f * self.channel.backward(ratio)
+        updated /= updated.sum()  # exact in real arithmetic; removes rounding drift
+        return updated
+
+    def log_likelihood(self, f: FloatArray) -> float:
+        return _log_likelihood(self.channel.counts, self.channel.forward(f))
+
+    def squarem_cycle(self, f: FloatArray, f1: FloatArray) -> FloatArray:
+        """One SQUAREM cycle from ``f`` with ``f1 = update(f)``: extrapolate along the two
+        steps, shorten the step until the point is inside the simplex, take one update
+        from there, and keep two plain updates instead if the likelihood fell."""
+        f2 = self(f1)
+        r, v = f1 - f, f2 - 2.0 * f1 + f
+        step = min(-float(np.linalg.norm(r)) / max(float(np.linalg.norm(v)), 1e-300), -1.0)
+        for _ in range(_BACKTRACKS):
+            candidate = f - 2.0 * step * r + step * step * v
+            if np.all(candidate > 0.0):
+                break
+            step = (step - 1.0) / 2.0  # towards -1, where the candidate is f2
+        else:
+            candidate = f2
+        extrapolated = self(candidate / candidate.sum())
+        if self.log_likelihood(extrapolated) < self.log_likelihood(f2):
+            return f2
+        return extrapolated
+
+
+_BACKTRACKS = 8
 
 
 @dataclass(frozen=True)
@@ -150,8 +217,7 @@ def _stderr(gradient: FloatArray, covariance: FloatArray) -> float:
 def ordinal_cdf(estimate: ArrayLike, covariance: ArrayLike) -> CdfEstimate:
     """The CDF over the ordered values and its standard errors (a linear functional)."""
     f, v = _check_moments(estimate, covariance)
-    lower = np.tril(np.ones((f.size, f.size)))
-    variance = np.einsum("ij,jk,ik->i", lower, v, lower)
+    variance = np.diagonal(np.cumsum(np.cumsum(v, axis=0), axis=1))  # diag(L V Lᵀ), O(d²)
     return CdfEstimate(cdf=np.cumsum(f), stderr=np.sqrt(np.maximum(variance, 0.0)))
 
 

@@ -41,6 +41,7 @@ from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.kernel import FloatArray, FrequencyEstimate, frequency_variance
 from ldp_shared.mechanisms.base import Blocks
+from ldp_shared.mechanisms.likelihood import ReportChannel
 
 Sums = NDArray[np.integer] | FloatArray
 
@@ -217,3 +218,38 @@ def attribute_estimate(
     unit = randomizer.unit_variance(own.estimate)
     variance = own.stderr**2 + finite_population_variance(unit, n_j, n)
     return _estimate(n, own.estimate, variance, confidence)
+
+
+def attribute_channel(
+    config: CollectionConfig,
+    attribute: AttributeConfig,
+    n: int,
+    sums: Sums,
+    floats: FloatArray | None = None,
+) -> ReportChannel | None:
+    """The attribute's channel over its cells (``d·k`` for a feature) and the counts of its
+    outputs among the ``n_j`` reports that carried it, for IBU; ``None`` without one."""
+    n_j = attribute_reports(attribute, n, sums)
+    _require_reports(attribute, n_j)
+    stats = attribute_stats(config, attribute, sums, floats)
+    return config.randomizer(attribute).report_channel(stats, n_j)
+
+
+def attribute_covariance(
+    config: CollectionConfig,
+    attribute: AttributeConfig,
+    n: int,
+    sums: Sums,
+    floats: FloatArray | None = None,
+) -> tuple[FloatArray, FloatArray] | None:
+    """A non-feature attribute's unbiased estimate over the ``n_j`` reports that carried it
+    and its covariance when their values are i.i.d.; ``None`` when the mechanism does not
+    know it. (Under ``sample`` this covariance also bounds the error about all ``n``.)"""
+    n_j = attribute_reports(attribute, n, sums)
+    _require_reports(attribute, n_j)
+    stats = attribute_stats(config, attribute, sums, floats)
+    randomizer = config.randomizer(attribute)
+    covariance = randomizer.frequency_covariance(stats, n_j)
+    if covariance is None:
+        return None
+    return randomizer.estimate_stats(stats, n_j, 0.95).estimate, covariance

@@ -2,7 +2,8 @@
 
 Importing this package registers the built-in mechanisms: ``oue``, ``sue``, ``grr``,
 ``exponential`` and ``mask`` for categorical values and baskets, ``duchi``,
-``piecewise``, ``hybrid``, ``laplace`` and ``gaussian`` (ε, δ) for bounded numbers.
+``piecewise``, ``hybrid``, ``laplace`` and ``gaussian`` (ε, δ) for means of bounded
+numbers, ``histogram`` for their distribution over chosen bins.
 :mod:`ldp_shared.mechanisms.base` defines the interface a module implements and
 :mod:`ldp_shared.mechanisms.registry` maps names to spec classes; ``docs/mechanisms.md``
 lists the steps to add one.
@@ -23,6 +24,7 @@ from ldp_shared.mechanisms.grr import (
     GeneralizedRandomizedResponse,
     GeneralizedRandomizedResponseSpec,
 )
+from ldp_shared.mechanisms.histogram import HistogramGRR, HistogramOUE, HistogramSpec
 from ldp_shared.mechanisms.hybrid import HybridRandomizer, HybridSpec
 from ldp_shared.mechanisms.laplace import LaplaceRandomizer, LaplaceSpec
 from ldp_shared.mechanisms.mask import Mask, MaskSpec
@@ -46,6 +48,9 @@ __all__ = [
     "GaussianSpec",
     "GeneralizedRandomizedResponse",
     "GeneralizedRandomizedResponseSpec",
+    "HistogramGRR",
+    "HistogramOUE",
+    "HistogramSpec",
     "HybridRandomizer",
     "HybridSpec",
     "LaplaceRandomizer",

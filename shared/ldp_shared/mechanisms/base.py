@@ -43,6 +43,7 @@ from pydantic_core import CoreSchema
 
 from ldp_shared.identifiers import AttributeName
 from ldp_shared.kernel import FrequencyEstimate
+from ldp_shared.mechanisms.likelihood import ReportChannel
 
 EPSILON_SLACK = 1e-9
 """Largest relative excess of a randomizer's exact ε over the ε allotted to it: floating
@@ -126,6 +127,18 @@ class Randomizer(ABC):
     def estimate_stats(self, stats: Blocks, n: int, confidence: float) -> FrequencyEstimate:
         """Estimates with their standard errors from the statistics of ``n`` answers."""
 
+    def report_channel(self, stats: Blocks, n: int) -> ReportChannel | None:
+        """Its channel and the counts of its outputs among the ``n`` answers summarised by
+        ``stats``, for likelihood-based
+        estimators (iterative Bayesian update); ``None`` when it has no finite channel."""
+        return None
+
+    def frequency_covariance(self, stats: Blocks, n: int) -> NDArray[np.float64] | None:
+        """The covariance matrix of the unbiased frequencies of ``n`` answers whose true
+        values are drawn i.i.d. (the multinomial plug-in), for functionals of them (CDF,
+        quantiles); ``None`` when the mechanism does not know it."""
+        return None
+
     def unit_variance(self, estimate: NDArray[np.float64]) -> NDArray[np.float64]:
         """The variance of one reporter's true value given the estimate (at most), for the
         sampling term when only some reporters carry the attribute (budget ``sample``).
@@ -149,7 +162,11 @@ class AttributeSpec(BaseModel):
     * ``joins_label``: it can be reported jointly with a label (value × class cells);
     * ``is_distribution``: its estimates are a distribution over the values (they sum
       to one, so post-processing onto the simplex applies);
-    * ``released_as``: the endpoint that releases it, ``"frequencies"`` or ``"mean"``.
+    * ``released_as``: the endpoint that releases it, ``"frequencies"`` or ``"mean"``;
+
+    and, where they depend on the parameters, as properties: :attr:`is_ordered` (its
+    values have an order, so a CDF, mean rank and median mean something) and
+    :attr:`bin_edges` (its values are the bins of a number, so quantiles apply).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -206,6 +223,16 @@ class AttributeSpec(BaseModel):
     def values(self) -> list[str]:
         """The attribute's value domain (or item catalogue); empty when it has none."""
         return []
+
+    @property
+    def is_ordered(self) -> bool:
+        """Whether the order of its values is meaningful (ordinal summaries apply)."""
+        return False
+
+    @property
+    def bin_edges(self) -> list[float] | None:
+        """The bin edges of a histogram of a number (quantiles apply); ``None`` otherwise."""
+        return None
 
     @abstractmethod
     def encode(self, column: Sequence[Any] | NDArray[Any]) -> NDArray[Any]:

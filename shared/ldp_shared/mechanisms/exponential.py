@@ -63,7 +63,7 @@ from ldp_shared.errors import ConfigurationError, InvalidQueryError
 from ldp_shared.kernel import FloatArray, FrequencyEstimate, channel_epsilon, z_value
 from ldp_shared.mechanisms._checks import check_epsilon, check_indices
 from ldp_shared.mechanisms.base import EPSILON_SLACK as EPSILON_SLACK
-from ldp_shared.mechanisms.base import StatsBlock
+from ldp_shared.mechanisms.base import Blocks, StatsBlock
 from ldp_shared.mechanisms.categorical import (
     CategoricalSpec,
     ValueIndexAnswers,
@@ -78,6 +78,7 @@ from ldp_shared.mechanisms.integer_channel import (
 from ldp_shared.mechanisms.integer_channel import (
     quantise as quantise,
 )
+from ldp_shared.mechanisms.likelihood import DenseChannel
 from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
@@ -153,6 +154,11 @@ class ExponentialSpec(CategoricalSpec):
         if message is not None:
             raise ValueError(message)
         return data
+
+    @property
+    def is_ordered(self) -> bool:
+        """The ordinal utility orders the domain (its CDF and median mean something)."""
+        return self.utility == "ordinal"
 
     def utility_matrix(self) -> FloatArray:
         """``U[x, y] = u(domain[x], domain[y])``."""
@@ -311,6 +317,12 @@ class ExponentialRandomizer(ValueIndexAnswers):
         f_hat = inverse @ pi
         covariance = ((inverse * pi) @ inverse.T - np.outer(f_hat, f_hat)) / n
         return f_hat, covariance
+
+    def report_channel(self, stats: Blocks, n: int) -> DenseChannel:
+        return DenseChannel(self.channel.matrix, stats["counts"])
+
+    def frequency_covariance(self, stats: Blocks, n: int) -> FloatArray:
+        return self.estimate_covariance(stats["counts"], n)[1]
 
     def estimate_stats(self, stats: Any, n: int, confidence: float) -> FrequencyEstimate:
         z_value(confidence)  # refuse a bad level before any work

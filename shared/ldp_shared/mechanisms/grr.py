@@ -7,7 +7,10 @@ The exponential mechanism (McSherry and Talwar, FOCS 2007) with the equality uti
 
 The indicator "report equals v" is a bit with ``P(1|x=v) = p`` and ``P(1|x≠v) = q``, so
 the count ``C_v`` of reports equal to ``v`` is debiased by the shared kernel:
-``f̂_v = (C_v/n - q)/(p - q)``, ``Var* = (e^ε+d-2) / (n (e^ε-1)^2)``.
+``f̂_v = (C_v/n - q)/(p - q)``, ``Var* = (e^ε+d-2) / (n (e^ε-1)^2)``. The counts are
+multinomial when the values are drawn i.i.d., so ``Cov(f̂) = (diag π − ππᵀ)/(n (p-q)²)``
+with ``π = q + (p-q) f`` (for functionals such as a CDF); for IBU the channel is ``p`` on
+the diagonal and ``q`` elsewhere.
 
 Segment: ``index``, the reported value's index in 1 byte (``d <= 256``) or 2. Statistics:
 one int64 block ``counts`` of ``d`` counters, ``C_v``.
@@ -28,11 +31,13 @@ from ldp_shared.kernel import (
     channel_epsilon,
 )
 from ldp_shared.mechanisms._checks import check_domain_size, check_epsilon, check_indices
+from ldp_shared.mechanisms.base import Blocks
 from ldp_shared.mechanisms.categorical import (
     BitwiseRandomizer,
     CategoricalSpec,
     ValueIndexAnswers,
 )
+from ldp_shared.mechanisms.likelihood import RandomizedResponseChannel
 from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
@@ -102,3 +107,13 @@ class GeneralizedRandomizedResponse(ValueIndexAnswers, BitwiseRandomizer):
 
     def channel_epsilon(self) -> float:
         return channel_epsilon(self.channel_matrix())
+
+    def report_channel(self, stats: Blocks, n: int) -> RandomizedResponseChannel:
+        return RandomizedResponseChannel(self.d, self.p, self.q, stats["counts"])
+
+    def frequency_covariance(self, stats: Blocks, n: int) -> FloatArray:
+        """``(diag π̂ − π̂π̂ᵀ)/(n (p − q)²)`` with ``π̂ = C/n``: the multinomial covariance
+        of the report frequencies, through ``f̂ = (π̂ − q)/(p − q)``."""
+        pi = np.asarray(stats["counts"], dtype=np.float64) / n
+        out: FloatArray = (np.diag(pi) - np.outer(pi, pi)) / (n * (self.p - self.q) ** 2)
+        return out

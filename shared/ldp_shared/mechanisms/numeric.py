@@ -45,25 +45,27 @@ class NumericSpec(AttributeSpec):
 
     def encode(self, column: Sequence[Any] | NDArray[Any]) -> NDArray[np.float64]:
         """The values clipped to ``[lo, hi]`` and scaled to ``t`` in ``[−1, 1]``."""
-        raw = np.asarray(column)
-        if raw.dtype.kind not in "iuf" or raw.ndim != 1:
-            bad = next(
-                (v for v in list(column) if isinstance(v, bool) or not isinstance(v, int | float)),
-                None,
-            )
-            raise InvalidRecordError(
-                f"attribute {self.name!r}: value {bad!r} is not a number"
-                if bad is not None
-                else f"attribute {self.name!r}: values must be numbers"
-            )
-        values = raw.astype(np.float64)
-        finite = np.isfinite(values)
-        if not finite.all():
-            bad_value = values[np.flatnonzero(~finite)[0]]
-            raise InvalidRecordError(
-                f"attribute {self.name!r}: value {bad_value!r} is not a finite number"
-            )
+        values = finite_numbers(self.name, column)
         return to_unit(np.clip(values, self.lo, self.hi), self.lo, self.hi)
+
+
+def finite_numbers(name: str, column: Sequence[Any] | NDArray[Any]) -> FloatArray:
+    """A column of numbers as float64; :class:`InvalidRecordError` naming the first value
+    that is not a number (a string, a bool, ``None``) or not finite (``NaN``, ``±inf``)."""
+    raw = np.asarray(column)
+    if raw.dtype.kind not in "iuf" or raw.ndim != 1:
+        bad = [v for v in list(column) if isinstance(v, bool) or not isinstance(v, int | float)]
+        raise InvalidRecordError(
+            f"attribute {name!r}: value {bad[0]!r} is not a number"
+            if bad
+            else f"attribute {name!r}: values must be numbers"
+        )
+    values = raw.astype(np.float64)
+    finite = np.isfinite(values)
+    if not finite.all():
+        bad_value = float(values[np.flatnonzero(~finite)[0]])
+        raise InvalidRecordError(f"attribute {name!r}: value {bad_value!r} is not a finite number")
+    return values
 
 
 def to_unit(x: FloatArray, lo: float, hi: float) -> FloatArray:

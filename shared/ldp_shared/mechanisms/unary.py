@@ -15,6 +15,11 @@ Estimator: ``f̂_v = (S_v/n - q)/(p - q)`` with ``S_v`` the number of reports wh
 Segment: ``bits``, ``ceil(d/8)`` bytes. Statistics: one int64 block ``counts`` of ``d``
 counters, ``S_v``. Reported jointly with a label of ``k`` classes, the mechanism runs
 over the ``d·k`` cells ``x·k + c``.
+
+For functionals of ``f̂`` (a CDF), its covariance when the values are drawn i.i.d.:
+given the values the bits are independent, so ``Cov(f̂) = diag(Var f̂_v) + (diag f −
+ffᵀ)/n``. For IBU, the per-bit channel of
+:class:`~ldp_shared.mechanisms.likelihood.UnaryBitChannel` (a composite likelihood).
 """
 
 from __future__ import annotations
@@ -30,10 +35,14 @@ from ldp_shared.errors import ConfigurationError
 from ldp_shared.kernel import (
     FloatArray,
     bernoulli_matrix,
+    debias,
+    frequency_variance,
     unary_epsilon,
 )
 from ldp_shared.mechanisms._checks import check_domain_size, check_epsilon, check_indices
+from ldp_shared.mechanisms.base import Blocks
 from ldp_shared.mechanisms.categorical import BitVectorRandomizer, CategoricalSpec
+from ldp_shared.mechanisms.likelihood import UnaryBitChannel
 from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
@@ -108,6 +117,23 @@ class UnaryEncoding(BitVectorRandomizer):
         bits = bernoulli_matrix(self.q, idx.size, self.d, gen)
         bits[np.arange(idx.size), idx] = gen.random(idx.size) < self.p
         return bits
+
+    def report_channel(self, stats: Blocks, n: int) -> UnaryBitChannel:
+        """The per-bit channel (composite likelihood, see
+        :mod:`~ldp_shared.mechanisms.likelihood`) and the counts of ones and zeros."""
+        return UnaryBitChannel.of(self.d, self.p, self.q, stats["counts"], n)
+
+    def frequency_covariance(self, stats: Blocks, n: int) -> FloatArray:
+        """``diag(Var f̂_v) + (diag f − ffᵀ)/n`` at ``f = f̂`` clipped to ``[0, 1]``.
+
+        Given the values, the bits are independent (the kernel's per-cell variances);
+        drawing the values i.i.d. adds the multinomial covariance of their indicators.
+        """
+        f_hat = debias(stats["counts"], n, self.p, self.q)
+        f = np.clip(f_hat, 0.0, 1.0)
+        within = np.diag(frequency_variance(f_hat, n, self.p, self.q))
+        out: FloatArray = within + (np.diag(f) - np.outer(f, f)) / n
+        return out
 
     def channel_matrix(self) -> FloatArray:
         """``M[y, x]`` over all ``2^d`` outputs (small ``d`` only; for exact ε tests)."""
