@@ -1,6 +1,7 @@
 """Markdown tables from bench/results/*.json (the tables of docs/benchmarks.md).
 
-python bench/report.py [perturbation accuracy ingestion estimation]
+python bench/report.py [perturbation accuracy ingestion estimation means numeric_speed
+                        ingestion-piecewise estimation-piecewise ordinal]
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+import _report_numeric as numeric
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -249,6 +252,11 @@ SECTIONS = {
     "accuracy": [accuracy],
     "ingestion": [ingestion],
     "estimation": [estimation],
+    "means": [numeric.means, numeric.crossover],
+    "numeric_speed": [numeric.numeric_speed],
+    "ingestion-piecewise": [ingestion],
+    "estimation-piecewise": [numeric.numeric_estimation],
+    "ordinal": [numeric.ordinal],
 }
 
 
