@@ -28,7 +28,8 @@ def machine_line(doc: dict[str, Any]) -> str:
         f"{m['memory_gib']} GiB, Python {m['python']}, numpy {m['numpy']}, "
         f"randomgen {m['randomgen']}, pure-ldp {m['pure_ldp']}, "
         f"multi-freq-ldpy {m['multi_freq_ldpy']} (numba {m['numba']}), "
-        f"commit {m['git_commit']}; load average at start "
+        + "".join(f"{name} {m[name]}, " for name in ("diffprivlib", "opendp") if m.get(name))
+        + f"commit {m['git_commit']}; load average at start "
         f"{fmt_load(doc.get('load_average_at_start'))}, at end "
         f"{fmt_load(m.get('load_average_1_5_15'))}.\n"
         f"Command: `{doc['command']}`"
