@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from _common import log
-from _numeric import numeric_config, report_variance, worst_case_t
+from _numeric import numeric_config, released_means, report_variance, worst_case_t
 from ldp_shared.mechanisms.numeric import from_unit
 from ldp_shared.mechanisms.piecewise import piecewise_variance
 
@@ -62,8 +62,6 @@ def lattice_worst(mechanism: str, epsilon: float) -> float:
 
 
 def measured(runs: int, n: int) -> dict[str, Any]:
-    from means import released_means  # the same runs as the main benchmark
-
     points: list[dict[str, Any]] = []
     errors: dict[tuple[str, float], np.ndarray] = {}
     for epsilon in MEASURED_GRID:

@@ -1,5 +1,5 @@
-"""What the numeric benchmarks share: the registered numeric mechanisms, their configs and
-the exact variance of one report.
+"""What the numeric benchmarks share: the registered numeric mechanisms, their configs, the
+exact variance of one report, and seeded runs of the released mean (library path).
 
 The numeric mechanisms are found in the registry (spec classes released as a ``"mean"``),
 so a mechanism registered later (``gaussian``) joins every numeric benchmark without an
@@ -15,9 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from ldp_aggregator.means import mean_result
+from ldp_aggregator.storage.stats import Stats
+from ldp_shared.codec import Privatizer, decode_reports
 from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.mechanisms import DuchiRandomizer, Randomizer
 from ldp_shared.mechanisms.registry import registered_classes
+from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 
 EXTRA_PARAMETERS: dict[str, Any] = {"delta": 1e-5}
@@ -108,3 +112,22 @@ def worst_case_t(randomizer: Randomizer) -> float | None:
     grid = np.linspace(-1.0, 1.0, WORST_CASE_GRID)
     variance, _ = report_variance(randomizer, grid)
     return None if variance is None else float(grid[int(np.argmax(variance))])
+
+
+def released_means(
+    config: Any, values: np.ndarray, runs: int, seed: int
+) -> tuple[np.ndarray, list[float]]:
+    """The released mean and squared standard error of ``runs`` runs over ``values``
+    (client privatisation, server decoding, the aggregator's mean estimator), run ``r``
+    seeded with ``seed + r``."""
+    privatizer = Privatizer(config)
+    attribute = config.attributes[0].name
+    means, released = [], []
+    for r in range(runs):
+        packed = privatizer.privatize_columns({attribute: values}, rng=seeded_rng(seed + r))
+        decoded = decode_reports(config, packed)
+        stats = Stats(values.size, decoded.sums, decoded.floats)
+        result = mean_result(config, stats, attribute)
+        means.append(result.mean)
+        released.append(result.stderr**2)
+    return np.asarray(means), released

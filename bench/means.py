@@ -40,15 +40,12 @@ from _numeric import (
     extra_parameters_used,
     numeric_config,
     numeric_mechanisms,
+    released_means,
     report_variance,
     worst_case_t,
 )
 from accuracy import data_dir
-from ldp_aggregator.means import mean_result
-from ldp_aggregator.storage.stats import Stats
-from ldp_shared.codec import Privatizer, decode_reports
 from ldp_shared.mechanisms.numeric import from_unit
-from ldp_shared.rand import seeded_rng
 
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
 TARGET = (0.9, 1.1)
@@ -138,25 +135,6 @@ def run_setting(
             }
         )
     return out
-
-
-def released_means(
-    config: Any, values: np.ndarray, runs: int, seed: int
-) -> tuple[np.ndarray, list[float]]:
-    """The released mean and squared standard error of ``runs`` runs over ``values``
-    (client privatisation, server decoding, the aggregator's mean estimator), run ``r``
-    seeded with ``seed + r``."""
-    privatizer = Privatizer(config)
-    attribute = config.attributes[0].name
-    means, released = [], []
-    for r in range(runs):
-        packed = privatizer.privatize_columns({attribute: values}, rng=seeded_rng(seed + r))
-        decoded = decode_reports(config, packed)
-        stats = Stats(values.size, decoded.sums, decoded.floats)
-        result = mean_result(config, stats, attribute)
-        means.append(result.mean)
-        released.append(result.stderr**2)
-    return np.asarray(means), released
 
 
 def expected_share_within(runs: int) -> float:
