@@ -129,36 +129,54 @@ def numeric_estimation(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def ordinal(doc: dict[str, Any]) -> str:
+def _winner_matrix(doc: dict[str, Any], kind: str) -> list[str]:
     short = {"exponential": "EM", "grr": "GRR", "oue": "OUE"}
-    lines = []
-    for n in doc["parameters"]["n"]:
-        rows = [r for r in doc["settings"] if r["n"] == n]
-        lines += [
-            f"n = {n:,}: mean W1 (ranks) EM / GRR / OUE, each with its best distribution "
-            "estimate (simplex projection, or IBU for EM and GRR); winner (* = not clear "
-            "of the runner-up by 2 SE); winner of the raw estimates",
-            "",
-            "| d | distribution | ε | EM | GRR | OUE | best | raw |",
-            "|---:|---|---:|---:|---:|---:|---|---|",
-        ]
-        for r in rows:
-            w = r["winners"]
-            best = short[w["best"]["winner"]] + ("" if w["best"]["clear"] else "*")
-            cells = " | ".join(f"{r['w1'][m]['best']['mean']:.3f}" for m in short)
-            lines.append(
-                f"| {r['d']} | {r['distribution']} | {r['epsilon']:g} | {cells} | {best} | "
-                f"{short[w['raw']['winner']]} |"
-            )
-        wins = doc["wins"][str(n)]
-        lines += [
-            "",
-            "Wins (best / simplex / ibu / raw): "
+    sizes = doc["parameters"]["n"]
+    epsilons = doc["parameters"]["epsilons"]
+    cases = list(dict.fromkeys((r["d"], r["distribution"]) for r in doc["settings"]))
+    lines = [
+        "| d | distribution | " + " | ".join(f"ε = {e:g}" for e in epsilons) + " |",
+        "|---:|---|" + "---|" * len(epsilons),
+    ]
+    for d, dist in cases:
+        cells = []
+        for e in epsilons:
+            picks = []
+            for n in sizes:
+                r = next(
+                    x
+                    for x in doc["settings"]
+                    if (x["n"], x["d"], x["distribution"], x["epsilon"]) == (n, d, dist, e)
+                )
+                w = r["winners"][kind]
+                picks.append(short[w["winner"]] + ("" if w["clear"] else "*"))
+            cells.append(" / ".join(picks))
+        lines.append(f"| {d} | {dist} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def ordinal(doc: dict[str, Any]) -> str:
+    sizes = " / ".join(f"n = {n:,}" for n in doc["parameters"]["n"])
+    lines = [
+        f"Least mean W1, each mechanism with its best distribution estimate (simplex "
+        f"projection, or IBU for EM and GRR); cells: {sizes}; * = not clear of the "
+        "runner-up by twice the Monte-Carlo standard error of the difference.",
+        "",
+        *_winner_matrix(doc, "best"),
+        "",
+        f"The same with the simplex projection only (the API's `postprocess=simplex`); {sizes}:",
+        "",
+        *_winner_matrix(doc, "simplex"),
+        "",
+    ]
+    for n, wins in doc["wins"].items():
+        lines.append(
+            f"Wins at n = {int(n):,} (best / simplex / ibu / raw): "
             + "; ".join(
-                f"{short[m]} {wins['best'][m]} / {wins['simplex'][m]} / {wins['ibu'][m]} / "
+                f"{m} {wins['best'][m]} / {wins['simplex'][m]} / {wins['ibu'][m]} / "
                 f"{wins['raw'][m]}"
-                for m in short
-            ),
-            "",
-        ]
+                for m in ("exponential", "grr", "oue")
+            )
+            + "."
+        )
     return "\n".join(lines)
