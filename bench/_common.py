@@ -87,6 +87,8 @@ def machine_info() -> dict[str, Any]:
         "pure_ldp": _version("pure-ldp"),
         "multi_freq_ldpy": _version("multi-freq-ldpy"),
         "numba": _version("numba"),
+        "diffprivlib": _version("diffprivlib"),
+        "opendp": _version("opendp"),
         "git_commit": _git_commit(),
         "load_average_1_5_15": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "note": (

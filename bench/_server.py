@@ -15,9 +15,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from _numeric import numeric_attribute
 from ldp_shared.codec import Privatizer
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.schema import AttributeSpec, CollectionSpec
@@ -87,6 +89,38 @@ def running_server(log_level: str = "warning") -> Iterator[Server]:
             )
 
 
+def bench_spec(
+    name: str, mechanism: str = "oue", epsilon: float = 4.0, min_reports: int = 100
+) -> CollectionSpec:
+    """The benchmarks' one-attribute collection ``v``: OUE over 16 values (``"oue"``), or a
+    number in [0, 100] with any registered numeric ``mechanism`` (released as a mean)."""
+    if mechanism == "oue":
+        return oue16_spec(name, epsilon, min_reports)
+    return CollectionSpec(
+        name=name,
+        attributes=[numeric_attribute(mechanism, 0.0, 100.0, name="v")],
+        epsilon=epsilon,
+        release={"min_reports": min_reports},
+    )
+
+
+def release_route(config: CollectionConfig) -> str:
+    """``frequencies`` or ``means``: the endpoint that releases the attribute ``v``."""
+    spec = config.spec_of(config.attributes[0])
+    return "means" if spec.released_as == "mean" else "frequencies"
+
+
+def bench_column(config: CollectionConfig, n: int, rng: np.random.Generator) -> list[Any]:
+    """``n`` raw values of the attribute: uniform domain strings, or uniform numbers."""
+    attribute = config.attributes[0]
+    if attribute.domain is None:
+        spec = config.spec_of(attribute)
+        lo, hi = getattr(spec, "lo"), getattr(spec, "hi")  # noqa: B009 (numeric specs)
+        values: list[Any] = rng.uniform(lo, hi, size=n).tolist()
+        return values
+    return [attribute.domain[i] for i in rng.integers(0, len(attribute.domain), size=n)]
+
+
 def oue16_spec(name: str, epsilon: float = 4.0, min_reports: int = 100) -> CollectionSpec:
     """One OUE attribute over 16 values."""
     return CollectionSpec(
@@ -108,8 +142,7 @@ def report_bodies(
     that building a million reports costs seconds; one body per batch.
     """
     attribute = config.attributes[0]
-    values = rng.integers(0, attribute.d, size=n)
-    column = [attribute.domain[i] for i in values]
+    column = bench_column(config, n, rng)
     packed = Privatizer(config).privatize_columns({attribute.name: column}, rng=rng)
     head = '{"id":"%s","config_hash":"' + config.config_hash + '","bits":"%s"}'
     bodies: list[bytes] = []

@@ -6,6 +6,10 @@ pre-privatized reports) to each size in ``--sizes`` (default 10,000, 100,000 and
 1,000,000 reports) and at each size times ``GET /v1/collections/{name}/frequencies``
 (``--requests`` sequential requests per post-processing after a warm-up). The estimate
 reads the sufficient statistics only, so its latency should not grow with ``n``.
+
+``--mechanism NAME`` (a numeric mechanism: ``piecewise``, ``duchi``, ...) makes the
+attribute one number in [0, 100] and times ``GET /v1/collections/{name}/means`` instead
+(no post-processing); the results go to ``estimation-NAME.json``.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 import httpx
 
 from _common import base_parser, emit, log, start_marker
-from _server import oue16_spec, report_bodies, running_server
+from _server import bench_spec, release_route, report_bodies, running_server
 from ingestion import percentiles, post_all
 from ldp_client import LDPClient
 from ldp_shared.rand import seeded_rng
@@ -31,6 +35,7 @@ def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=None)
     parser.add_argument("--requests", type=int, default=None, help="timed GETs per case (300)")
+    parser.add_argument("--mechanism", default="oue", help="oue (d = 16), or a numeric one")
     args = parser.parse_args()
     sizes = sorted(args.sizes or ([1_000, 10_000] if args.quick else [10_000, 100_000, 1_000_000]))
     requests = args.requests or (30 if args.quick else 300)
@@ -40,9 +45,11 @@ def main() -> None:
     with running_server() as server:
         log(f"[estimation] aggregator pid {server.pid} at {server.base_url}")
         with LDPClient(server.base_url, token=server.admin_token) as admin:
-            config = admin.create_collection(oue16_spec("estimate"))
+            config = admin.create_collection(bench_spec("estimate", args.mechanism))
         name = config.name
-        url = f"{server.base_url}/v1/collections/{name}/frequencies"
+        route = release_route(config)
+        methods = POSTPROCESS if route == "frequencies" else ("none",)
+        url = f"{server.base_url}/v1/collections/{name}/{route}"
         stored = 0
         fill_seconds = 0.0
         rows: list[dict[str, Any]] = []
@@ -58,8 +65,10 @@ def main() -> None:
                     stored += accepted
                     need -= part
                 per_method: dict[str, Any] = {}
-                for method in POSTPROCESS:
-                    params = {"attribute": "v", "postprocess": method}
+                for method in methods:
+                    params = {"attribute": "v"}
+                    if route == "frequencies":
+                        params["postprocess"] = method
                     for _ in range(20):  # warm-up
                         http.get(url, params=params).raise_for_status()
                     latencies: list[float] = []
@@ -90,11 +99,17 @@ def main() -> None:
     result = {
         **started,
         "description": (
-            "Latency of GET /v1/collections/{name}/frequencies (one OUE attribute, d = 16) "
-            "against a real aggregator over loopback HTTP, at several numbers of stored "
+            f"Latency of GET /v1/collections/{{name}}/{route} ("
+            + (
+                "one OUE attribute, d = 16"
+                if args.mechanism == "oue"
+                else f"one {args.mechanism} attribute on [0, 100]"
+            )
+            + ") against a real aggregator over loopback HTTP, at several numbers of stored "
             "reports; sequential requests from httpx with keep-alive."
         ),
         "parameters": {
+            "mechanism": args.mechanism,
             "sizes": sizes,
             "requests_per_case": requests,
             "fill_batch": FILL_BATCH,
@@ -119,7 +134,8 @@ def main() -> None:
             "meets_target": all(r["max_p95_ms"] < TARGET_MS for r in rows),
         },
     }
-    emit("estimation", result, args.quick, args.output)
+    result_name = "estimation" if args.mechanism == "oue" else f"estimation-{args.mechanism}"
+    emit(result_name, result, args.quick, args.output)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """Ingestion throughput of a real aggregator over HTTP (loopback only).
 
 Starts ``ldpcollect serve`` (uvicorn, one process) on a free 127.0.0.1 port with a
-temporary SQLite file, creates one OUE d = 16 collection and measures:
+temporary SQLite file, creates one OUE d = 16 collection (``--mechanism NAME``: one
+number in [0, 100] with that numeric mechanism instead, results in
+``ingestion-NAME.json``) and measures:
 
 * batch upload: ``n`` (default 200,000) pre-privatized reports posted as JSON bodies of
   1,000 reports with httpx (bodies built before the clock starts), one connection and
@@ -28,7 +30,14 @@ from typing import Any
 import httpx
 
 from _common import base_parser, emit, log, start_marker
-from _server import Server, oue16_spec, report_bodies, running_server
+from _server import (
+    Server,
+    bench_column,
+    bench_spec,
+    release_route,
+    report_bodies,
+    running_server,
+)
 from ldp_client import LDPClient
 from ldp_shared.rand import seeded_rng
 
@@ -104,9 +113,9 @@ def fsync_latency(directory: Path, count: int = 50) -> dict[str, float]:
     return percentiles(latencies)
 
 
-def stored_reports(server: Server, name: str) -> int:
+def stored_reports(server: Server, name: str, route: str = "frequencies") -> int:
     response = httpx.get(
-        f"{server.base_url}/v1/collections/{name}/frequencies",
+        f"{server.base_url}/v1/collections/{name}/{route}",
         params={"attribute": "v"},
         headers=server.analyst(),
         timeout=60.0,
@@ -124,6 +133,9 @@ def main() -> None:
     parser.add_argument(
         "--connections", type=int, nargs="+", default=[1, 4], help="concurrent connections"
     )
+    parser.add_argument(
+        "--mechanism", default="oue", help="oue (d = 16), or a numeric mechanism (piecewise, ...)"
+    )
     args = parser.parse_args()
     n = args.n or (5_000 if args.quick else 200_000)
     single = args.single or (200 if args.quick else 2_000)
@@ -135,7 +147,7 @@ def main() -> None:
         log(f"[ingestion] aggregator pid {server.pid} at {server.base_url}")
         memory: dict[str, Any] = {"after_start": server.memory_kib()}
         with LDPClient(server.base_url, token=server.admin_token) as admin:
-            config = admin.create_collection(oue16_spec("ingest"))
+            config = admin.create_collection(bench_spec("ingest", args.mechanism))
         name = config.name
 
         # warm-up: a few batches (counted in the database, not in the timings)
@@ -168,8 +180,7 @@ def main() -> None:
             memory[f"after_upload_{connections}_connections"] = server.memory_kib()
 
         log(f"[ingestion] SDK submit_reports of {sdk_n:,} reports")
-        attribute = config.attributes[0]
-        column = [attribute.domain[i] for i in rng.integers(0, attribute.d, size=sdk_n)]
+        column = bench_column(config, sdk_n, rng)
         with LDPClient(server.base_url, rng=rng) as sdk:
             t0 = time.perf_counter()
             reports = sdk.privatize_columns(name, {"v": column})
@@ -202,7 +213,7 @@ def main() -> None:
         }
         memory["at_end"] = server.memory_kib()
         fsync = fsync_latency(server.database.parent)
-        stored = stored_reports(server, name)
+        stored = stored_reports(server, name, release_route(config))
         database_bytes = server.database_bytes()
         command = server.command
 
@@ -215,7 +226,12 @@ def main() -> None:
             "client shares the 2 vCPUs with the server."
         ),
         "parameters": {
-            "collection": "one OUE attribute, d = 16, ε = 4",
+            "collection": (
+                "one OUE attribute, d = 16, ε = 4"
+                if args.mechanism == "oue"
+                else f"one {args.mechanism} attribute on [0, 100], ε = 4"
+            ),
+            "mechanism": args.mechanism,
             "n_per_upload_run": n,
             "batch": args.batch,
             "single_requests": single,
@@ -244,7 +260,8 @@ def main() -> None:
             "peak_rss_mib": memory["at_end"]["VmHWM"] / 1024,
         },
     }
-    emit("ingestion", result_doc, args.quick, args.output)
+    result_name = "ingestion" if args.mechanism == "oue" else f"ingestion-{args.mechanism}"
+    emit(result_name, result_doc, args.quick, args.output)
 
 
 if __name__ == "__main__":

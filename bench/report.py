@@ -1,6 +1,7 @@
 """Markdown tables from bench/results/*.json (the tables of docs/benchmarks.md).
 
-python bench/report.py [perturbation accuracy ingestion estimation]
+python bench/report.py [perturbation accuracy ingestion estimation means numeric_speed
+                        ingestion-piecewise estimation-piecewise ordinal]
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+import _report_numeric as numeric
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -25,7 +28,8 @@ def machine_line(doc: dict[str, Any]) -> str:
         f"{m['memory_gib']} GiB, Python {m['python']}, numpy {m['numpy']}, "
         f"randomgen {m['randomgen']}, pure-ldp {m['pure_ldp']}, "
         f"multi-freq-ldpy {m['multi_freq_ldpy']} (numba {m['numba']}), "
-        f"commit {m['git_commit']}; load average at start "
+        + "".join(f"{name} {m[name]}, " for name in ("diffprivlib", "opendp") if m.get(name))
+        + f"commit {m['git_commit']}; load average at start "
         f"{fmt_load(doc.get('load_average_at_start'))}, at end "
         f"{fmt_load(m.get('load_average_1_5_15'))}.\n"
         f"Command: `{doc['command']}`"
@@ -249,6 +253,11 @@ SECTIONS = {
     "accuracy": [accuracy],
     "ingestion": [ingestion],
     "estimation": [estimation],
+    "means": [numeric.means, numeric.crossover],
+    "numeric_speed": [numeric.numeric_speed],
+    "ingestion-piecewise": [ingestion],
+    "estimation-piecewise": [numeric.numeric_estimation],
+    "ordinal": [numeric.ordinal],
 }
 
 

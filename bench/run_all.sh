@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Run every benchmark in bench/.venv-peers (created by bench/setup_peers.sh when missing).
 #
-#   bash bench/run_all.sh            # full runs (about 30 minutes on 2 vCPUs)
+#   bash bench/run_all.sh            # full runs (about an hour on 2 vCPUs)
 #   bash bench/run_all.sh --quick    # smoke runs (about a minute), not committed
 #   bash bench/run_all.sh perturbation accuracy   # only these
 #
-# Without names: perturbation, accuracy, ingestion, estimation, then every other
-# bench/*.py script (not _*.py, not report.py). A failing script does not stop the
-# others; the exit status is non-zero if any failed.
+# Without names: perturbation, accuracy, ingestion, estimation, their numeric runs
+# (ingestion+piecewise and estimation+piecewise: --mechanism piecewise), then every other
+# bench/*.py script (not _*.py, not report.py). NAME+MECHANISM runs NAME with
+# --mechanism MECHANISM. A failing script does not stop the others; the exit status is
+# non-zero if any failed.
 #
 # Each script prints one JSON object on stdout and writes it to bench/results/<name>.json
 # (<name>-quick.json with --quick); progress goes to stderr.
@@ -26,7 +28,7 @@ for arg in "$@"; do
     esac
 done
 if [ ${#names[@]} -eq 0 ]; then
-    names=(perturbation accuracy ingestion estimation)
+    names=(perturbation accuracy ingestion estimation ingestion+piecewise estimation+piecewise)
     for script in "$here"/*.py; do
         name="$(basename "$script" .py)"
         case "$name" in
@@ -45,7 +47,12 @@ failed=()
 for name in "${names[@]}"; do
     echo "== $name" >&2
     start=$(date +%s)
-    if "$python" "bench/$name.py" "${quick[@]}"; then
+    script="${name%%+*}"
+    extra=()
+    if [ "$script" != "$name" ]; then
+        extra=(--mechanism "${name#*+}")
+    fi
+    if "$python" "bench/$script.py" "${quick[@]}" "${extra[@]}"; then
         echo "== $name done in $(( $(date +%s) - start )) s" >&2
     else
         echo "== $name FAILED after $(( $(date +%s) - start )) s" >&2
