@@ -14,7 +14,7 @@ mechanism's exact variance.
   clipped at the start, and later only records the model gets wrong (``|σ − y| > ½``),
   while the noise, which scales with the bound squared, is four times smaller than
   without clipping. (On Adult's validation part it beat the unclipped bound at ε = 1 by
-  3 to 4 points for every mechanism and was within a point of it at ε = 4.)
+  2.4 to 3.3 points for every mechanism and was within 0.3 of it at ε = 4.)
 * **Round size.** One report adds noise of total variance ``V = Σ_j Var`` (the
   mechanism's :meth:`~ldp_shared.mechanisms.gradient.GradientRandomizer.coordinate_variance`
   at the zero gradient; where most coordinates of a gradient sit). A round of ``B``
@@ -30,11 +30,11 @@ mechanism's exact variance.
 * **Limits.** At least :data:`MIN_ROUND_SIZE` reports a round and at most
   :data:`MAX_ROUNDS` rounds (the round size grows instead, which only lowers the
   jitter); at least :data:`MIN_ROUNDS` rounds: when the devices are too few for that at
-  ``η = 1/S``, the step shrinks to ``η = 0.1·B/V`` (the noise allows no more).
+  ``η = 1/S``, the step shrinks to ``η = 0.5·B/V`` (the noise allows no more).
 
 ``JITTER`` was chosen on a validation part of Adult's training data (10⁶ devices,
-sampled Piecewise, ε = 0.5, 1, 2, 4; values 0.05 to 2: accuracy rose up to 0.5 at
-ε <= 2, and at 1 the AUC fell apart), never on a test split, and then checked on breast
+sampled Piecewise and Hybrid, ε = 0.5, 1, 2, 4; values 0.05 to 2: accuracy rose up to
+0.5 at ε <= 2, and at 1 the AUC fell apart), never on a test split, and then checked on breast
 cancer (``docs/logistic-regression.md``).
 """
 
