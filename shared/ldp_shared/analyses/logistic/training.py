@@ -103,7 +103,8 @@ class TrainedModel:
     weights: FloatArray
     last_weights: FloatArray
     epsilon: float
-    """Exact ε of the one report each device sent (gradient or loss, the larger)."""
+    """Exact ε of the one report each device sent (gradient or loss, the larger);
+    infinite with the noise off."""
     curve: list[RoundLog] = field(default_factory=list)
 
 
@@ -198,7 +199,7 @@ def train(
         weights = step(weights, g, plan.rate(t), plan.l2)
         if t >= start:
             total += weights
-    epsilon = 0.0
+    epsilon = math.inf  # noise off: the devices sent their raw gradients
     if gradient_mech is not None and loss_mech is not None:
         epsilon = max(gradient_mech.exact_epsilon, loss_mech.exact_epsilon)
     return TrainedModel(total / (plan.rounds - start), weights, epsilon, curve)
