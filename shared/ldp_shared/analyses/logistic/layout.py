@@ -1,0 +1,142 @@
+"""The feature layout of a logistic regression: what a record becomes on the device.
+
+A layout lists numeric features with public bounds and categorical features with their
+domains, and the label with its positive value. A record becomes
+
+    x = (1, t_1 … t_p, onehot(c_1) … onehot(c_q)) ∈ R^d,  d = 1 + p + Σ_j |domain_j|,
+
+an intercept, each number clipped to its bounds and scaled to ``t ∈ [−1, 1]`` (as the
+numeric mechanisms do: :func:`ldp_shared.mechanisms.numeric.to_unit`) and each category
+one-hot. So every coordinate lies in ``[−1, 1]`` and the norms of ``x`` are bounded by the
+layout alone: ``‖x‖_∞ <= 1``, ``‖x‖₁ <= 1 + p + q``, ``‖x‖₂² <= 1 + p + q``. The gradient
+of the logistic loss, ``(σ(w·x) − y)·x``, has ``|σ − y| < 1``, so the same bounds hold for
+it: the clipping bounds of the gradient mechanisms follow from the layout, with no data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ldp_shared.errors import InvalidRecordError
+from ldp_shared.identifiers import AttributeName, DomainValue
+from ldp_shared.kernel import FloatArray
+from ldp_shared.mechanisms.categorical import domain_indices
+from ldp_shared.mechanisms.numeric import to_unit
+
+Norm = Literal["linf", "l1", "l2"]
+
+
+class NumericFeature(BaseModel):
+    """A number with public bounds: clipped into them and scaled to ``[−1, 1]``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: AttributeName
+    lo: float
+    hi: float
+
+    @model_validator(mode="after")
+    def _check_bounds(self) -> NumericFeature:
+        if not (math.isfinite(self.lo) and math.isfinite(self.hi) and self.lo < self.hi):
+            raise ValueError(f"feature {self.name!r}: need finite bounds lo < hi")
+        return self
+
+
+class CategoricalFeature(BaseModel):
+    """A value of a finite domain, one-hot encoded."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: AttributeName
+    domain: list[DomainValue] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _check_domain(self) -> CategoricalFeature:
+        if len(set(self.domain)) != len(self.domain):
+            raise ValueError(f"feature {self.name!r}: duplicate domain values")
+        return self
+
+
+class FeatureLayout(BaseModel):
+    """The features of a logistic regression and its binary label."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    numeric: list[NumericFeature] = Field(default_factory=list)
+    categorical: list[CategoricalFeature] = Field(default_factory=list)
+    label: AttributeName
+    positive: DomainValue = Field(description="the label value that counts as class 1")
+
+    @model_validator(mode="after")
+    def _check_names(self) -> FeatureLayout:
+        names = [f.name for f in self.numeric] + [f.name for f in self.categorical]
+        if not names:
+            raise ValueError("a layout needs at least one feature")
+        if len(set(names)) != len(names) or self.label in names:
+            raise ValueError("feature and label names must be distinct")
+        return self
+
+    @property
+    def dimension(self) -> int:
+        """``d = 1 + p + Σ_j |domain_j|``."""
+        return 1 + len(self.numeric) + sum(len(f.domain) for f in self.categorical)
+
+    def coordinate_names(self) -> list[str]:
+        """``intercept``, the numeric features, then ``feature=value`` per one-hot cell."""
+        names = ["intercept", *(f.name for f in self.numeric)]
+        names += [f"{f.name}={v}" for f in self.categorical for v in f.domain]
+        return names
+
+    def max_norm(self, norm: Norm) -> float:
+        """The largest norm any encoded record (and any gradient) can have."""
+        active = 1 + len(self.numeric) + len(self.categorical)
+        return {"linf": 1.0, "l1": float(active), "l2": math.sqrt(active)}[norm]
+
+    def encode(self, columns: Mapping[str, Sequence[Any] | NDArray[Any]]) -> FloatArray:
+        """The ``n × d`` matrix of encoded records from one column per feature."""
+        n = _length(columns, [f.name for f in self.numeric] + [f.name for f in self.categorical])
+        x = np.zeros((n, self.dimension), dtype=np.float64)
+        x[:, 0] = 1.0
+        for j, number in enumerate(self.numeric, start=1):
+            values = _finite(number.name, columns[number.name])
+            x[:, j] = to_unit(np.clip(values, number.lo, number.hi), number.lo, number.hi)
+        offset = 1 + len(self.numeric)
+        for category in self.categorical:
+            error = f"feature {category.name!r}: value {{bad}} is not in its domain"
+            index = domain_indices(category.domain, list(columns[category.name]), error)
+            x[np.arange(n), offset + index] = 1.0
+            offset += len(category.domain)
+        return x
+
+    def labels(self, column: Sequence[Any] | NDArray[Any]) -> NDArray[np.float64]:
+        """1.0 where the label equals ``positive``, else 0.0."""
+        out: NDArray[np.float64] = (np.asarray([str(v) for v in column]) == self.positive).astype(
+            np.float64
+        )
+        return out
+
+
+def _length(columns: Mapping[str, Any], names: list[str]) -> int:
+    missing = [name for name in names if name not in columns]
+    if missing:
+        raise InvalidRecordError(f"missing feature columns: {', '.join(missing)}")
+    lengths = {len(columns[name]) for name in names}
+    if len(lengths) != 1:
+        raise InvalidRecordError("feature columns must have the same length")
+    return lengths.pop()
+
+
+def _finite(name: str, column: Sequence[Any] | NDArray[Any]) -> FloatArray:
+    try:
+        values = np.asarray(column, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidRecordError(f"feature {name!r}: values must be numbers") from None
+    if values.ndim != 1 or not np.isfinite(values).all():
+        raise InvalidRecordError(f"feature {name!r}: values must be finite numbers")
+    return values

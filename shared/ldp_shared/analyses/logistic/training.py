@@ -1,0 +1,210 @@
+"""LDP-SGD for logistic regression, round by round, from the reports' statistics alone.
+
+Each round publishes the weights ``w_t``; ``round_size`` fresh devices answer (each device
+takes part in one round only, so its privacy is the one report's ε): a share
+``loss_share`` reports its capped loss, the rest their perturbed gradients
+(:mod:`.device`). The aggregator keeps only each mechanism's int64 sufficient
+statistics (``accumulate``), estimates the round's mean clipped gradient ``ĝ_t`` with a
+standard error per coordinate and the mean loss at ``w_t`` (``estimate_stats``), and steps
+
+    w_{t+1} = w_t − η_t·(ĝ_t + λ·w̃_t),   w̃ = w with the intercept set to 0,
+    η_t = η (``constant``) or η/√(1 + t) (``inverse-sqrt``).
+
+The released weights are the average of the iterates from round ``⌊average_from·T⌋`` on
+(Polyak–Ruppert tail averaging): a constant step keeps the iterates jittering around the
+optimum by the gradient noise; their average cancels most of it (Polyak and Juditsky,
+SIAM J. Control Optim. 1992; Jain, Kakade, Kidambi, Netrapalli and Sidford, JMLR 2018
+for tail averaging).
+
+``mechanism=None`` switches the noise off (the round's exact mean gradient, unclipped,
+and mean capped loss): plain mini-batch gradient descent on the same devices, for tests and
+as the reference that separates optimisation error from privacy error. It is never a
+privacy setting.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldp_shared.analyses.logistic import device
+from ldp_shared.errors import ConfigurationError, InvalidQueryError
+from ldp_shared.kernel import FloatArray
+from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomizer
+from ldp_shared.mechanisms.lattice import LatticeRandomizer
+from ldp_shared.rand import resolve_rng
+
+Decay = Literal["constant", "inverse-sqrt"]
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """What an analyst fixes before the first round."""
+
+    mechanism: str | None
+    """A registered gradient mechanism, or ``None`` for noise off (tests, references)."""
+    epsilon: float
+    round_size: int
+    rounds: int
+    learning_rate: float
+    decay: Decay = "constant"
+    l2: float = 1e-4
+    bound: float = 1.0
+    """The clipping radius in the mechanism's norm."""
+    loss_share: float = 0.05
+    average_from: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.round_size < 2 or self.rounds < 1:
+            raise ConfigurationError("a plan needs round_size >= 2 and rounds >= 1")
+        for name, value in (("learning_rate", self.learning_rate), ("bound", self.bound)):
+            if not (math.isfinite(value) and value > 0.0):
+                raise ConfigurationError(f"{name} must be a positive number, got {value!r}")
+        if not (math.isfinite(self.l2) and self.l2 >= 0.0):
+            raise ConfigurationError(f"l2 must be >= 0, got {self.l2!r}")
+        if not (0.0 <= self.loss_share < 1.0 and 0.0 <= self.average_from < 1.0):
+            raise ConfigurationError("loss_share and average_from must lie in [0, 1)")
+        if self.decay not in ("constant", "inverse-sqrt"):
+            raise ConfigurationError(f"unknown decay {self.decay!r}")
+
+    def rate(self, t: int) -> float:
+        """``η_t``."""
+        return self.learning_rate / (math.sqrt(1.0 + t) if self.decay == "inverse-sqrt" else 1.0)
+
+    @property
+    def loss_devices(self) -> int:
+        """Devices per round that report their loss."""
+        return math.floor(self.round_size * self.loss_share)
+
+
+@dataclass
+class RoundLog:
+    """What one round released: its reports, the loss at ``w_t`` and the gradient's size."""
+
+    round: int
+    gradient_reports: int
+    loss_reports: int
+    loss: float
+    loss_stderr: float
+    gradient_norm: float
+    """``‖ĝ_t‖₂`` (noise included)."""
+    noise_norm: float
+    """``√(Σ_j Var ĝ_tj)``: the estimated size of its noise."""
+
+
+@dataclass
+class TrainedModel:
+    """The released weights and the record of training."""
+
+    weights: FloatArray
+    last_weights: FloatArray
+    epsilon: float
+    """Exact ε of the one report each device sent (gradient or loss, the larger);
+    infinite with the noise off."""
+    curve: list[RoundLog] = field(default_factory=list)
+
+
+def build_mechanisms(
+    plan: TrainingPlan, dimension: int
+) -> tuple[GradientRandomizer | None, LatticeRandomizer | None]:
+    """The plan's gradient and loss mechanisms (``None``, ``None`` with noise off)."""
+    if plan.mechanism is None:
+        return None, None
+    gradient = gradient_randomizer(plan.mechanism, dimension, plan.epsilon, plan.bound)
+    return gradient, device.loss_randomizer(plan.epsilon)
+
+
+def round_gradient(
+    mechanism: GradientRandomizer | None,
+    weights: FloatArray,
+    x: FloatArray,
+    y: FloatArray,
+    rng: np.random.Generator,
+) -> tuple[FloatArray, FloatArray]:
+    """Device side then aggregator side of one round's gradients: ``ĝ`` and ``Var ĝ``."""
+    if mechanism is None:
+        return device.gradients(weights, x, y).mean(axis=0), np.zeros(x.shape[1])
+    answers = device.gradient_reports(mechanism, weights, x, y, rng)  # on the devices
+    stats = mechanism.accumulate(answers)  # the aggregator keeps these integers only
+    return mechanism.estimate_mean(stats, len(answers))
+
+
+def round_loss(
+    mechanism: LatticeRandomizer | None,
+    weights: FloatArray,
+    x: FloatArray,
+    y: FloatArray,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
+    """The mean capped loss at ``weights`` and its standard error (NaN with no reports)."""
+    if len(x) == 0:
+        return math.nan, math.nan
+    if mechanism is None:
+        return float(np.minimum(device.losses(weights, x, y), device.LOSS_CAP).mean()), 0.0
+    answers = device.loss_reports(mechanism, weights, x, y, rng)
+    estimate = mechanism.estimate_stats(mechanism.accumulate(answers), len(answers), 0.95)
+    return float(estimate.estimate[0]), float(estimate.stderr[0])
+
+
+def step(weights: FloatArray, gradient: FloatArray, rate: float, l2: float) -> FloatArray:
+    """``w − η(ĝ + λ·w̃)`` (no penalty on the intercept, coordinate 0)."""
+    penalty = l2 * weights
+    penalty[0] = 0.0
+    out: FloatArray = weights - rate * (gradient + penalty)
+    return out
+
+
+def train(
+    plan: TrainingPlan,
+    x: FloatArray,
+    y: FloatArray,
+    devices: NDArray[np.int64] | None = None,
+    rng: np.random.Generator | None = None,
+) -> TrainedModel:
+    """Run the plan: device ``i`` holds record ``devices[i]`` of ``x, y`` (default: one
+    device per record). Devices are assigned to rounds in a random order, each once."""
+    gen = resolve_rng(rng)
+    holders = np.arange(len(x)) if devices is None else np.asarray(devices, dtype=np.int64)
+    needed = plan.round_size * plan.rounds
+    if needed > len(holders):
+        raise InvalidQueryError(
+            f"the plan needs {needed} devices ({plan.rounds} rounds of {plan.round_size}),"
+            f" only {len(holders)} are available"
+        )
+    gradient_mech, loss_mech = build_mechanisms(plan, x.shape[1])
+    order = holders[gen.permutation(len(holders))[:needed]].reshape(plan.rounds, -1)
+    weights = np.zeros(x.shape[1])
+    total = np.zeros_like(weights)
+    start = math.floor(plan.average_from * plan.rounds)
+    curve = []
+    for t, members in enumerate(order):
+        loss_rows, grad_rows = members[: plan.loss_devices], members[plan.loss_devices :]
+        loss, loss_se = round_loss(loss_mech, weights, x[loss_rows], y[loss_rows], gen)
+        g, var = round_gradient(gradient_mech, weights, x[grad_rows], y[grad_rows], gen)
+        curve.append(
+            RoundLog(
+                t,
+                len(grad_rows),
+                len(loss_rows),
+                loss,
+                loss_se,
+                float(np.linalg.norm(g)),
+                float(math.sqrt(var.sum())),
+            )
+        )
+        weights = step(weights, g, plan.rate(t), plan.l2)
+        if t >= start:
+            total += weights
+    epsilon = math.inf  # noise off: the devices sent their raw gradients
+    if gradient_mech is not None and loss_mech is not None:
+        epsilon = max(gradient_mech.exact_epsilon, loss_mech.exact_epsilon)
+    return TrainedModel(total / (plan.rounds - start), weights, epsilon, curve)
+
+
+def predict_proba(weights: FloatArray, x: FloatArray) -> FloatArray:
+    """``P(y = 1 | x) = σ(w·x)``."""
+    return device.probabilities(weights, x)
