@@ -11,7 +11,11 @@ from ldp_client.async_client import AsyncLDPClient
 from ldp_client.batching import SubmitSummary
 from ldp_client.client import LDPClient
 from ldp_client.ledger import Ledger, Spending
-from ldp_client.policy import DEFAULT_MAX_EPSILON_PER_RECORD, DevicePolicy
+from ldp_client.policy import (
+    DEFAULT_MAX_DELTA_PER_RECORD,
+    DEFAULT_MAX_EPSILON_PER_RECORD,
+    DevicePolicy,
+)
 from ldp_client.privatize import privatize, privatize_columns, privatize_many
 from ldp_client.retry import RetryPolicy
 from ldp_shared import __version__
@@ -32,6 +36,7 @@ from ldp_shared.errors import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_DELTA_PER_RECORD",
     "DEFAULT_MAX_EPSILON_PER_RECORD",
     "AsyncLDPClient",
     "AuthenticationError",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import ConfigurationError, PrivacyPolicyError
 
-__all__ = ["DEFAULT_MAX_EPSILON_PER_RECORD", "DevicePolicy"]
+__all__ = ["DEFAULT_MAX_DELTA_PER_RECORD", "DEFAULT_MAX_EPSILON_PER_RECORD", "DevicePolicy"]
 
 DEFAULT_MAX_EPSILON_PER_RECORD = 8.0
 """The largest ε per record a device accepts unless its owner says otherwise.
@@ -25,6 +25,15 @@ The top of what deployed local-DP systems spend on one contribution: Apple's per
 budgets run from 2 to 8, RAPPOR's permanent response costs ε∞ = 2h·ln((1 - f/2)/(f/2)),
 4·ln 3 ≈ 4.4 with its example parameters (h = 2, f = 0.5). Reasoning in
 ``docs/device-privacy.md``.
+"""
+
+DEFAULT_MAX_DELTA_PER_RECORD = 1e-6
+"""The largest δ per record a device accepts unless its owner says otherwise.
+
+δ bounds the probability that the privacy loss of a report exceeds ε without limit, so it
+must be far below one over the number of people a collection can reach (the usual rule
+``δ ≪ 1/n``): at 10⁻⁶ fewer than one device in a million-strong fleet is expected to meet
+that event. Pure ε mechanisms have δ = 0 and always pass.
 """
 
 
@@ -39,6 +48,9 @@ class DevicePolicy:
     ``allowed_mechanisms``: the mechanism names every attribute of a collection must use
     (compared to ``attribute.mechanism`` of its config); ``None`` allows all of them.
 
+    ``max_delta_per_record``: the largest δ one record may cost (``config.delta``, the
+    sum over its (ε, δ) attributes), in ``[0, 1]``.
+
     ``max_reports_per_collection``: the most reports this device makes for one
     collection (one config hash), memoised repeats included; ``None`` for no limit.
     Counting across runs needs a ledger, so a client refuses this limit without one.
@@ -46,6 +58,7 @@ class DevicePolicy:
 
     max_epsilon_per_record: float = DEFAULT_MAX_EPSILON_PER_RECORD
     allowed_mechanisms: Collection[str] | None = None
+    max_delta_per_record: float = DEFAULT_MAX_DELTA_PER_RECORD
     max_reports_per_collection: int | None = None
 
     def __post_init__(self) -> None:
@@ -61,6 +74,10 @@ class DevicePolicy:
                 f" got {epsilon!r}"
             )
         object.__setattr__(self, "max_epsilon_per_record", float(epsilon))
+        delta = self.max_delta_per_record
+        if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 <= delta <= 1:
+            raise ConfigurationError(f"max_delta_per_record must lie in [0, 1], got {delta!r}")
+        object.__setattr__(self, "max_delta_per_record", float(delta))
         mechanisms = self.allowed_mechanisms
         if mechanisms is not None:
             if isinstance(mechanisms, str) or not all(isinstance(m, str) for m in mechanisms):
@@ -83,6 +100,12 @@ class DevicePolicy:
         # the limit plus a rounding error, which is no reason to refuse it
         if config.epsilon > limit and not math.isclose(config.epsilon, limit, rel_tol=1e-9):
             raise PrivacyPolicyError(_epsilon_refusal(config, limit))
+        if config.delta > self.max_delta_per_record:
+            raise PrivacyPolicyError(
+                f"collection {config.name!r} spends δ = {config.delta:.3g} per record, over this"
+                f" device's limit of {self.max_delta_per_record:g}"
+                " (DevicePolicy.max_delta_per_record)"
+            )
         if self.allowed_mechanisms is not None:
             refused = sorted(
                 {a.mechanism for a in config.attributes} - set(self.allowed_mechanisms)

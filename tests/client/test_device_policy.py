@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ldp_client import (
+    DEFAULT_MAX_DELTA_PER_RECORD,
     DEFAULT_MAX_EPSILON_PER_RECORD,
     DevicePolicy,
     InvalidRecordError,
@@ -203,6 +204,10 @@ def test_inconsistent_privacy_arguments_are_refused(kwargs: dict[str, Any], matc
         {"allowed_mechanisms": {"oue", 3}},
         {"max_reports_per_collection": -1},
         {"max_reports_per_collection": 2.5},
+        {"max_delta_per_record": -1e-9},
+        {"max_delta_per_record": 1.5},
+        {"max_delta_per_record": math.nan},
+        {"max_delta_per_record": "1e-6"},
     ],
 )
 def test_a_bad_policy_is_refused(kwargs: dict[str, Any]):
@@ -232,3 +237,39 @@ def _survey(server: FakeAggregator) -> CollectionSpec:
 
 def _nothing() -> Spending:
     return Spending(reports=0, charged=0, epsilon=0.0)
+
+
+def _gaussian(server: FakeAggregator, delta: float) -> CollectionConfig:
+    spec = CollectionSpec.model_validate(
+        {
+            "name": f"gauss-{delta:g}".replace(".", "-").replace("+", ""),
+            "epsilon": 2.0,
+            "attributes": [
+                {"name": "age", "mechanism": "gaussian", "lo": 0, "hi": 100, "delta": delta}
+            ],
+            "release": {"min_reports": 1},
+        }
+    )
+    return server.add(spec)
+
+
+def test_the_default_policy_bounds_delta_per_record(
+    make_client: MakeClient, server: FakeAggregator, tmp_path: Path
+):
+    """A collection asking δ = 10⁻⁶ (the default limit) is allowed, one asking 10⁻⁵ (its
+    exact δ 9.95·10⁻⁶) refused before anything is sent;
+    an owner who raises the limit can report."""
+    assert DEFAULT_MAX_DELTA_PER_RECORD == 1e-6
+    at_limit, over = _gaussian(server, 1e-6), _gaussian(server, 1e-5)
+    client = make_client(ledger=tmp_path / "ledger.sqlite3")
+    client.submit(at_limit.name, [{"age": 40}])
+    with pytest.raises(
+        PrivacyPolicyError, match=r"δ = 9\.\d+e-06 per record, over .* limit of 1e-06"
+    ):
+        client.submit(over.name, [{"age": 40}])
+    assert over.name not in server.stored
+    raised = make_client(
+        ledger=tmp_path / "other.sqlite3", policy=DevicePolicy(max_delta_per_record=1e-5)
+    )
+    raised.submit(over.name, [{"age": 40}])
+    assert len(server.stored[over.name]) == 1
