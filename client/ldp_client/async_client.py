@@ -12,7 +12,6 @@ Privatization and the ledger's short transactions run inline.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -20,9 +19,10 @@ from typing import Any, Self, TypeVar
 import httpx
 import numpy as np
 
-from ldp_client import batching, configs, itemsets, naive_bayes, protocol
+from ldp_client import batching, configs, naive_bayes, protocol
 from ldp_client.batching import DEFAULT_BATCH_SIZE, BatchPlan, SubmitSummary
 from ldp_client.device import Device, LedgerArgument
+from ldp_client.itemset_methods_async import AsyncItemsetMethods
 from ldp_client.ledger import Ledger
 from ldp_client.policy import DevicePolicy
 from ldp_client.protocol import ApiCall, Outcome, PostProcess, Success
@@ -30,7 +30,6 @@ from ldp_client.settings import Settings
 from ldp_shared.codec import Columns, Record
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import PayloadTooLargeError
-from ldp_shared.itemset_wire import ItemsetJob, ItemsetResult, MaskPrivacy
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import (
     BatchResult,
@@ -49,7 +48,7 @@ __all__ = ["AsyncLDPClient"]
 T = TypeVar("T")
 
 
-class AsyncLDPClient:
+class AsyncLDPClient(AsyncItemsetMethods):
     """Talks to one aggregator over HTTP; every method that does I/O is asynchronous.
 
     Use it as a context manager (``async with``) or call :meth:`aclose` when done.
@@ -255,99 +254,6 @@ class AsyncLDPClient:
         ``ldp_shared.analyses.naive_bayes.to_categorical_nb`` turns it into a fitted estimator.
         """
         return await self._call(naive_bayes.export_naive_bayes_call(name, model_id))
-
-    # ------------------------------------------------------------------ frequent itemsets
-
-    async def start_itemsets(
-        self,
-        name: str,
-        *,
-        min_support: float,
-        attribute: str | None = None,
-        max_size: int | None = None,
-        min_confidence: float = 0.5,
-        support_reduction: float = 0.0,
-        confidence: float = 0.95,
-        max_rules: int = 1000,
-        privacy_weight: float = 1.0,
-        wait_seconds: float = 5.0,
-    ) -> ItemsetJob:
-        """Start mining a MASK attribute (analyst token); the job, finished or still running.
-
-        The aggregator answers once the job is done or ``wait_seconds`` have passed;
-        poll an unfinished job with :meth:`itemset_job`.
-        """
-        query = itemsets.build_itemset_query(
-            min_support=min_support,
-            attribute=attribute,
-            max_size=max_size,
-            min_confidence=min_confidence,
-            support_reduction=support_reduction,
-            confidence=confidence,
-            max_rules=max_rules,
-            privacy_weight=privacy_weight,
-            wait_seconds=wait_seconds,
-        )
-        return await self._call(itemsets.mine_itemsets_call(name, query))
-
-    async def itemset_job(self, name: str, job_id: str) -> ItemsetJob:
-        """A mining job as it stands (analyst token)."""
-        return await self._call(itemsets.itemset_job_call(name, job_id))
-
-    async def mine_itemsets(
-        self,
-        name: str,
-        *,
-        min_support: float,
-        attribute: str | None = None,
-        max_size: int | None = None,
-        min_confidence: float = 0.5,
-        support_reduction: float = 0.0,
-        confidence: float = 0.95,
-        max_rules: int = 1000,
-        privacy_weight: float = 1.0,
-        timeout: float = 600.0,
-        poll_interval: float = 0.5,
-    ) -> ItemsetResult:
-        """Frequent itemsets (unbiased supports with standard errors) and association
-        rules of a MASK attribute (analyst token), waiting for the mining job.
-
-        ``support_reduction = r`` mines at ``min_support·(1 - r)`` (MASK's coverage mode).
-        A job that fails raises its typed error; one still running after ``timeout``
-        seconds raises :class:`~ldp_shared.errors.TransportError` (naming the job, which
-        :meth:`itemset_job` can keep polling).
-        """
-        deadline = time.monotonic() + timeout
-        job = await self.start_itemsets(
-            name,
-            min_support=min_support,
-            attribute=attribute,
-            max_size=max_size,
-            min_confidence=min_confidence,
-            support_reduction=support_reduction,
-            confidence=confidence,
-            max_rules=max_rules,
-            privacy_weight=privacy_weight,
-            wait_seconds=itemsets.server_wait(timeout, self._settings.timeout),
-        )
-        while (result := itemsets.job_result(job)) is None:
-            itemsets.check_deadline(name, job, deadline, timeout)
-            await asyncio.sleep(poll_interval)
-            job = await self.itemset_job(name, job.id)
-        return result
-
-    async def mask_privacy(
-        self,
-        name: str,
-        average_support: float,
-        *,
-        attribute: str | None = None,
-        weight: float = 1.0,
-    ) -> MaskPrivacy:
-        """ε per item and per basket, and MASK's reconstruction privacy P for an average
-        item support ``s0`` and weight ``a`` of the 1s (no token needed)."""
-        call = itemsets.mask_privacy_call(name, average_support, attribute, weight)
-        return await self._call(call)
 
     # ------------------------------------------------------------------ reports
 
