@@ -13,14 +13,18 @@ import pytest
 from sqlalchemy import Engine
 
 from ldp_aggregator.app import create_app
+from ldp_aggregator.collections import create_collection
 from ldp_aggregator.deps import AppState
 from ldp_aggregator.settings import Settings
-from ldp_aggregator.storage.collections import load_collection
+from ldp_aggregator.storage.collections import StoredCollection, load_collection
+from ldp_aggregator.storage.engine import make_engine
+from ldp_aggregator.storage.migrate import upgrade
 from ldp_aggregator.storage.reports import count_reports
 from ldp_aggregator.storage.stats import read_stats
 from ldp_shared.codec import Privatizer
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.rand import seeded_rng
+from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import encode_bits, new_report_id
 
 with warnings.catch_warnings():
@@ -117,6 +121,26 @@ def settings(tmp_path: Path) -> Settings:
         analyst_token=ANALYST_TOKEN,
         max_body_bytes=1_000_000,
     )
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "store.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[Engine]:
+    """A migrated SQLite file of its own, without an app."""
+    engine = make_engine(f"sqlite:///{db_path}")
+    upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def store_survey(store: Engine) -> StoredCollection:
+    """The collection ``survey`` in :func:`store`."""
+    return create_collection(store, CollectionSpec.model_validate(spec_payload()))
 
 
 @pytest.fixture
