@@ -13,17 +13,12 @@ import time
 from pathlib import Path
 
 import httpx
-import numpy as np
-from sqlalchemy import select
 
-from ldp_aggregator.storage.collections import load_collection
 from ldp_aggregator.storage.engine import make_engine
-from ldp_aggregator.storage.stats import read_stats, statistics_of
-from ldp_aggregator.storage.tables import reports
 from ldp_shared.collection import CollectionConfig
 from ldp_simulation.fleet import AggregatorProcess, aggregator_process
 
-from .conftest import ADMIN, ADMIN_TOKEN, ANALYST_TOKEN, spec_payload
+from .conftest import ADMIN, ADMIN_TOKEN, ANALYST_TOKEN, assert_stored_and_recounted, spec_payload
 from .forensics import seeded_requests
 from .forensics.sqlite_files import read_files, wal_positions
 
@@ -42,26 +37,12 @@ def create(base_url: str) -> CollectionConfig:
     return CollectionConfig.model_validate(response.json())
 
 
-def assert_stored_and_recounted(path: Path, acknowledged: set[str]) -> set[str]:
-    """Every acknowledged id is stored once and the statistics equal a recount."""
+def reopen_and_recount(path: Path, acknowledged: set[str]) -> set[str]:
     engine = make_engine(f"sqlite:///{path}")
     try:
-        survey = load_collection(engine, "survey")
-        config = survey.config
-        with engine.connect() as connection:
-            rows = connection.execute(select(reports.c.report_id, reports.c.bits)).all()
-            stats = read_stats(
-                connection, survey.id, config.stats_length, config.float_stats_length
-            )
+        return assert_stored_and_recounted(engine, "survey", acknowledged)
     finally:
         engine.dispose()
-    stored = {row.report_id for row in rows}
-    assert acknowledged <= stored and len(stored) == len(rows)
-    matrix = np.frombuffer(b"".join(bytes(row.bits) for row in rows), dtype=np.uint8)
-    recount = statistics_of(config, matrix.reshape(len(rows), config.report_bytes))
-    assert stats.n_reports == recount.n_reports == len(rows)
-    assert np.array_equal(stats.sums, recount.sums)
-    return stored
 
 
 def test_killed_between_requests_the_log_is_empty(tmp_path: Path) -> None:
@@ -76,7 +57,7 @@ def test_killed_between_requests_the_log_is_empty(tmp_path: Path) -> None:
         kill(server)
     _, wal = read_files(path)
     assert wal == b""
-    assert_stored_and_recounted(path, {r["id"] for items in requests for r in items})
+    reopen_and_recount(path, {r["id"] for items in requests for r in items})
 
 
 def test_killed_mid_ingestion_acknowledged_reports_survive(tmp_path: Path) -> None:
@@ -114,6 +95,6 @@ def test_killed_mid_ingestion_acknowledged_reports_survive(tmp_path: Path) -> No
             thread.join(60)
     assert len(acknowledged) > CLIENTS
     _, wal = read_files(path)  # before anything opens the database again
-    stored = assert_stored_and_recounted(path, acknowledged)
+    stored = reopen_and_recount(path, acknowledged)
     in_log = wal_positions(wal, stored)
     assert len(set(in_log.values())) <= 1, "the log holds more than one transaction"
