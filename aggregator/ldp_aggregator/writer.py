@@ -79,7 +79,7 @@ class ReportWriter:
         self.engine = engine
         self.transactions = 0
         """Transactions committed so far (groups, not requests)."""
-        self.unshuffled = 0
+        self.written_since_rewrite = 0
         """Reports this writer wrote since its last rewrite."""
         self._rewritten = False
         self._cond = threading.Condition()
@@ -117,7 +117,7 @@ class ReportWriter:
     def needs_rewrite(self) -> bool:
         """Reports were written since the last rewrite, or none ran yet (the files may
         hold the order of a process that stopped without one)."""
-        return self.unshuffled > 0 or not self._rewritten
+        return self.written_since_rewrite > 0 or not self._rewritten
 
     def rewrite(self) -> bool:
         """Rebuild the stored reports out of arrival order, between two transactions
@@ -125,7 +125,7 @@ class ReportWriter:
         with self._exclusive():
             if not rewrite_reports(self.engine):
                 return False
-            self.unshuffled = 0
+            self.written_since_rewrite = 0
             self._rewritten = True
             return True
 
@@ -197,7 +197,7 @@ class ReportWriter:
                     befores[k] = before
                 written += fresh
         self.transactions += 1
-        self.unshuffled += written
+        self.written_since_rewrite += written
         return befores
 
 

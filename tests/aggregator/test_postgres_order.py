@@ -3,7 +3,8 @@
 The reader (``forensics.postgres_files``) sees ``ctid`` and ``xmin`` through SQL and the
 heap's and primary-key index's files through ``pg_read_binary_file``. Between two
 rewrites both follow commit order (the test says so: it is what remains); a rewrite
-leaves one ``xmin``, a heap and an index in random order and no dead statistics rows.
+leaves one ``xmin``, heap and index in key order (the ids are random: no arrival order)
+and no dead statistics rows.
 Runs like ``test_postgres.py``: skipped without a server, an error under ``CI=true``;
 the reader needs a superuser (``CHECKPOINT``, ``pg_read_binary_file``), likewise.
 """
@@ -115,6 +116,10 @@ def test_a_rewrite_removes_the_commit_order_the_heap_keeps(
     leaks, xmins, tuples, copies = read_everything(pg, arrival)
     assert xmins == 1 and tuples == copies == n  # a fresh file: no dead or stray copies
     assert statistics_tuples(pg) == 1
+    with pg.connect() as connection:  # the layout depends on the stored rows alone
+        in_heap = connection.execute(text("SELECT report_id FROM reports ORDER BY ctid"))
+        by_key = connection.execute(text("SELECT report_id FROM reports ORDER BY report_id"))
+        assert in_heap.scalars().all() == by_key.scalars().all()
     for name in ("ctid", "heap", "index"):
         assert leaks[name].recovered == n
         assert abs(leaks[name].spearman) < NO_ORDER, leaks[name].line()

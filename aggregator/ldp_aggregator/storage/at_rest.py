@@ -4,15 +4,15 @@
   truncate it to zero bytes, so that the log never holds more than the transactions
   since the last call. It does not wait for readers: while one still reads an older
   snapshot the log cannot be reset, and the next call tries again.
-* :func:`rewrite_reports`: rebuild the stored reports so that nothing physical follows
-  arrival. SQLite: ``VACUUM`` (every table rewritten in key order into packed pages, the
-  file shrunk; the report ids are random, so key order is unrelated to arrival), then
+* :func:`rewrite_reports`: rebuild the stored reports so that their layout depends on
+  the stored rows alone, not on the order or the requests they came in. Rows are
+  written in key order; report ids are random, so key order says nothing of arrival.
+  SQLite: ``VACUUM`` (every table rebuilt into fresh pages, the file shrunk), then
   :func:`truncate_wal`. PostgreSQL: in one transaction, copy ``reports`` into a
-  temporary table in random order, ``TRUNCATE`` it (a new, empty file) and copy the rows
-  back: the heap then holds them in random order, every row carries the same ``xmin``
-  (the rewriting transaction's), the primary-key index is rebuilt from the shuffled
-  rows, and the statistics rows are rewritten the same way so that no dead versions of
-  them (one per ingest transaction) remain.
+  temporary table, ``TRUNCATE`` it (a new, empty file) and copy the rows back: the heap
+  and the primary-key index are rebuilt in key order, every row carries the same
+  ``xmin`` (the rewriting transaction's), and the statistics rows are rewritten the
+  same way so that no dead versions of them (one per ingest transaction) remain.
 """
 
 from __future__ import annotations
@@ -88,13 +88,14 @@ def _rewrite_postgres(connection: Connection) -> bool:
     names = ", ".join(quote(table.name) for table in tables)
     connection.execute(text(f"LOCK TABLE {names} IN ACCESS EXCLUSIVE MODE"))
     for table in tables:
-        name, shuffled = quote(table.name), quote(f"shuffled_{table.name}")
+        name, copy = quote(table.name), quote(f"rewrite_{table.name}")
+        key = ", ".join(quote(column.name) for column in table.primary_key.columns)
         connection.execute(
             text(
-                f"CREATE TEMPORARY TABLE {shuffled} ON COMMIT DROP AS "
-                f"SELECT * FROM {name} ORDER BY random()"
+                f"CREATE TEMPORARY TABLE {copy} ON COMMIT DROP AS "
+                f"SELECT * FROM {name} ORDER BY {key}"
             )
         )
         connection.execute(text(f"TRUNCATE {name}"))
-        connection.execute(text(f"INSERT INTO {name} SELECT * FROM {shuffled}"))
+        connection.execute(text(f"INSERT INTO {name} SELECT * FROM {copy} ORDER BY {key}"))
     return True
