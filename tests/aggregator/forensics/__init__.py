@@ -35,12 +35,12 @@ Position = tuple[Any, ...]
 
 
 def seeded_requests(
-    config: CollectionConfig, count: int, seed: int, largest: int = 40
+    config: CollectionConfig, count: int, seed: int, largest: int = 40, smallest: int = 1
 ) -> list[list[dict[str, str]]]:
-    """``count`` requests of 1 to ``largest`` wire reports each, ids and bits from ``seed``
-    (ids as the SDK makes them: 16 random bytes, URL-safe base64, 22 characters)."""
+    """``count`` requests of ``smallest`` to ``largest`` wire reports each, ids and bits
+    from ``seed`` (ids as the SDK makes them: 16 random bytes, URL-safe base64)."""
     rng = np.random.default_rng(seed)
-    sizes = rng.integers(1, largest + 1, size=count)
+    sizes = rng.integers(smallest, largest + 1, size=count)
     packed = packed_reports(config, int(sizes.sum()), seed)
     requests: list[list[dict[str, str]]] = []
     start = 0

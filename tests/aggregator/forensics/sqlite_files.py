@@ -22,8 +22,9 @@ pages): what ``secure_delete`` is for.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Set
+from collections.abc import Iterator, Mapping, Set
 from dataclasses import dataclass
+from itertools import combinations
 from pathlib import Path
 
 from . import Position
@@ -185,6 +186,18 @@ def live_ids(main: bytes, known: Set[str]) -> set[str]:
     """The known ids in live cells of the reports B-tree (leaves and interior pages)."""
     pages = tree_pages(main, root_page(main))
     return {c.report_id for number in pages for c in cells(*_page(main, number), known)}
+
+
+def page_concordance(main: bytes, order: Mapping[str, int]) -> tuple[int, float]:
+    """Pairs of known reports on one leaf page, and the share of them whose byte offsets
+    put the earlier arrival higher in the page (0.5: the offsets say nothing)."""
+    pairs = agree = 0
+    for number in tree_pages(main, root_page(main)):
+        leaves = [c for c in cells(*_page(main, number), order.keys()) if c.leaf]
+        for a, b in combinations(leaves, 2):
+            pairs += 1
+            agree += (a.offset > b.offset) == (order[a.report_id] < order[b.report_id])
+    return pairs, agree / pairs if pairs else 0.5
 
 
 def reports_tree(main: bytes) -> list[tuple[int, bytes]]:
