@@ -11,7 +11,9 @@ number in [0, 100] with that numeric mechanism instead, results in
 * the SDK path: ``LDPClient.submit_reports`` on reports made by
   ``LDPClient.privatize_columns`` (serialisation in the SDK included);
 * single-report requests: ``--single`` (default 2,000) requests of one report each,
-  sequentially: requests/s and latency;
+  sequentially: requests/s and latency; then the same over each of
+  ``--single-connections`` concurrent connections (default 8), where group commit lets
+  concurrent requests share a transaction;
 * the aggregator's peak resident memory (``VmHWM`` of ``/proc/<pid>/status``).
 
 The benchmark client runs on the same 2-vCPU machine as the server and competes with it.
@@ -136,6 +138,13 @@ def main() -> None:
     parser.add_argument(
         "--mechanism", default="oue", help="oue (d = 16), or a numeric mechanism (piecewise, ...)"
     )
+    parser.add_argument(
+        "--single-connections",
+        type=int,
+        nargs="*",
+        default=[8],
+        help="concurrent connections for single-report requests, after the sequential run",
+    )
     args = parser.parse_args()
     n = args.n or (5_000 if args.quick else 200_000)
     single = args.single or (200 if args.quick else 2_000)
@@ -211,6 +220,22 @@ def main() -> None:
             "requests_per_second": single / elapsed,
             "latency": percentiles(latencies),
         }
+        concurrent_single: list[dict[str, Any]] = []
+        for connections in args.single_connections:
+            log(f"[ingestion] {single:,} single-report requests, {connections} connections")
+            bodies = report_bodies(config, single, 1, rng)
+            elapsed, latencies, accepted = post_all(server, name, bodies, connections)
+            total_accepted += accepted
+            concurrent_single.append(
+                {
+                    "connections": connections,
+                    "requests": single,
+                    "accepted": accepted,
+                    "seconds": elapsed,
+                    "requests_per_second": single / elapsed,
+                    "latency": percentiles(latencies),
+                }
+            )
         memory["at_end"] = server.memory_kib()
         fsync = fsync_latency(server.database.parent)
         stored = stored_reports(server, name, release_route(config))
@@ -242,6 +267,7 @@ def main() -> None:
         "batch_upload": uploads,
         "sdk_submit_reports": sdk_out,
         "single_report_requests": single_out,
+        "single_report_requests_concurrent": concurrent_single,
         "server_memory_kib": memory,
         "server_peak_rss_mib": memory["at_end"]["VmHWM"] / 1024,
         "database_bytes_at_end": database_bytes,

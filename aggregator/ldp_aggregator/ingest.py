@@ -9,8 +9,10 @@ Per report, in order (the first failure is the reason given):
    outside its domain (vectorised over the whole batch).
 
 A valid report is a ``duplicate`` when its id is stored already for the collection or
-was taken by an earlier valid report of the same batch, so a retried batch counts once.
-The new reports and the statistics they add are written in one transaction.
+was taken by an earlier valid report of the same batch (or of a request committed in
+the same transaction), so a retried batch counts once. The new reports and the
+statistics they add are written in one transaction, which concurrent requests may share
+(:class:`~ldp_aggregator.writer.ReportWriter`); the answer comes after its commit.
 """
 
 from __future__ import annotations
@@ -22,12 +24,11 @@ from datetime import date
 import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy import Engine
-from sqlalchemy.exc import IntegrityError
 
 from ldp_aggregator.storage.collections import StoredCollection, utc_today
-from ldp_aggregator.storage.reports import existing_ids, insert_reports
-from ldp_aggregator.storage.stats import Stats, add_to_stats, lock_stats, read_stats
-from ldp_shared.codec import DecodedBatch, decode_reports
+from ldp_aggregator.storage.stats import Stats, delta_of, statistics_of
+from ldp_aggregator.writer import Pending, ReportWriter
+from ldp_shared.codec import decode_reports
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidReportError
 from ldp_shared.wire import (
@@ -109,7 +110,7 @@ def judge_batch(config: CollectionConfig, batch: ReportBatch) -> JudgedBatch:
         rows.append(row)
 
     if len(rows) == len(positions):
-        kept, delta = matrix, _as_delta(decoded)
+        kept, delta = matrix, delta_of(decoded)
     else:
         kept = matrix[rows]
         delta = statistics_of(config, kept)
@@ -122,75 +123,33 @@ def judge_batch(config: CollectionConfig, batch: ReportBatch) -> JudgedBatch:
     )
 
 
-def _as_delta(decoded: DecodedBatch) -> Stats:
-    return Stats(n_reports=int(decoded.valid.sum()), sums=decoded.sums, floats=decoded.floats)
-
-
-def statistics_of(config: CollectionConfig, matrix: NDArray[np.uint8]) -> Stats:
-    """The statistics that valid packed reports ``matrix`` add to their collection's."""
-    return _as_delta(decode_reports(config, matrix))
-
-
 def ingest_batch(
     engine: Engine,
     collection: StoredCollection,
     batch: ReportBatch,
     *,
     day: date | None = None,
+    writer: ReportWriter | None = None,
 ) -> BatchResult:
     """Judge ``batch``, store its new valid reports and add their statistics atomically.
 
-    Returns one outcome per report, in order. Only the day of receipt is stored with a
-    report (``day``, default today in UTC).
+    Returns one outcome per report, in order, once they are committed. Only the day of
+    receipt is stored with a report (``day``, default today in UTC). ``writer`` is the
+    app's, shared by its request threads so that concurrent requests share transactions;
+    without one, the batch gets a transaction of its own.
     """
     judged = judge_batch(collection.config, batch)
     stored_before: set[str] = set()
     if judged.candidates:
-        received = day or utc_today()
-        try:
-            stored_before = _store(engine, collection, batch, judged, received)
-        except IntegrityError:
-            # a concurrent writer stored one of our ids between our check and our
-            # insert (possible only across replicas without the stats lock): redo once
-            stored_before = _store(engine, collection, batch, judged, received)
+        pending = Pending(
+            collection=collection,
+            ids=[batch.reports[position].id for position in judged.candidates],
+            matrix=judged.matrix,
+            delta=judged.delta,
+            day=day or utc_today(),
+        )
+        stored_before = (writer or ReportWriter(engine)).store(pending)
     return _result(batch, judged, stored_before)
-
-
-def _store(
-    engine: Engine,
-    collection: StoredCollection,
-    batch: ReportBatch,
-    judged: JudgedBatch,
-    day: date,
-) -> set[str]:
-    """One transaction: lock the stats, skip stored ids, insert, add the sums.
-
-    Returns the candidate ids that were stored already (the batch's retried reports).
-    """
-    config = collection.config
-    ids = [batch.reports[position].id for position in judged.candidates]
-    with engine.begin() as connection:
-        lock_stats(connection, collection.id)
-        stored = existing_ids(connection, collection.id, ids)
-        if stored:
-            fresh = [row for row, report_id in enumerate(ids) if report_id not in stored]
-            matrix = judged.matrix[fresh]
-            delta = statistics_of(config, matrix)
-            fresh_ids = [ids[row] for row in fresh]
-        else:
-            matrix, delta, fresh_ids = judged.matrix, judged.delta, ids
-        if fresh_ids:
-            insert_reports(
-                connection,
-                collection.id,
-                list(zip(fresh_ids, (row.tobytes() for row in matrix), strict=True)),
-                day,
-            )
-            current = read_stats(
-                connection, collection.id, config.stats_length, config.float_stats_length
-            )
-            add_to_stats(connection, collection.id, current, delta)
-    return stored
 
 
 def _result(batch: ReportBatch, judged: JudgedBatch, stored_before: set[str]) -> BatchResult:

@@ -33,6 +33,7 @@ DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 DEFAULT_UPLOAD_RATE_PER_COLLECTION = 500.0
 DEFAULT_UPLOAD_BURST_PER_COLLECTION = 50_000
 DEFAULT_UPLOAD_BURST_PER_ADDRESS = 1_000
+DEFAULT_RESHUFFLE_SECONDS = 300.0
 _SHA256_HEX = r"^[0-9a-f]{64}$"
 
 
@@ -64,6 +65,14 @@ class Settings(BaseSettings):
         default=None, pattern=_SHA256_HEX, description="hex SHA-256 of the analyst token"
     )
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, gt=0)
+    reshuffle_seconds: float = Field(
+        default=DEFAULT_RESHUFFLE_SECONDS,
+        ge=0,
+        description=(
+            "rewrite the stored reports out of arrival order this often when reports "
+            "arrived since (0: only at shutdown); see docs/privacy-at-rest.md"
+        ),
+    )
     migrate_on_startup: bool = Field(
         default=True, description="run the Alembic migrations (upgrade head) at startup"
     )

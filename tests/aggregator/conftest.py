@@ -10,17 +10,22 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from ldp_aggregator.app import create_app
+from ldp_aggregator.collections import create_collection
 from ldp_aggregator.deps import AppState
 from ldp_aggregator.settings import Settings
-from ldp_aggregator.storage.collections import load_collection
+from ldp_aggregator.storage.collections import StoredCollection, load_collection
+from ldp_aggregator.storage.engine import make_engine
+from ldp_aggregator.storage.migrate import upgrade
 from ldp_aggregator.storage.reports import count_reports
-from ldp_aggregator.storage.stats import read_stats
+from ldp_aggregator.storage.stats import read_stats, statistics_of
+from ldp_aggregator.storage.tables import reports
 from ldp_shared.codec import Privatizer
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.rand import seeded_rng
+from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import encode_bits, new_report_id
 
 with warnings.catch_warnings():
@@ -109,6 +114,29 @@ def snapshot(engine: Engine, name: str) -> Snapshot:
     return Snapshot(stats.n_reports, rows, tuple(int(v) for v in stats.sums))
 
 
+def assert_stored_and_recounted(engine: Engine, name: str, acknowledged: set[str]) -> set[str]:
+    """Every acknowledged id is stored once and the statistics equal a recount of the
+    stored rows; returns the stored ids."""
+    collection = load_collection(engine, name)
+    config = collection.config
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(reports.c.report_id, reports.c.bits).where(
+                reports.c.collection_id == collection.id
+            )
+        ).all()
+        stats = read_stats(
+            connection, collection.id, config.stats_length, config.float_stats_length
+        )
+    stored = {row.report_id for row in rows}
+    assert acknowledged <= stored and len(stored) == len(rows)
+    matrix = np.frombuffer(b"".join(bytes(row.bits) for row in rows), dtype=np.uint8)
+    recount = statistics_of(config, matrix.reshape(len(rows), config.report_bytes))
+    assert stats.n_reports == recount.n_reports == len(rows)
+    assert np.array_equal(stats.sums, recount.sums)
+    return stored
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(
@@ -117,6 +145,26 @@ def settings(tmp_path: Path) -> Settings:
         analyst_token=ANALYST_TOKEN,
         max_body_bytes=1_000_000,
     )
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "store.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[Engine]:
+    """A migrated SQLite file of its own, without an app."""
+    engine = make_engine(f"sqlite:///{db_path}")
+    upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def store_survey(store: Engine) -> StoredCollection:
+    """The collection ``survey`` in :func:`store`."""
+    return create_collection(store, CollectionSpec.model_validate(spec_payload()))
 
 
 @pytest.fixture

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import base64
 import threading
-from collections.abc import Iterator
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from sqlalchemy import Engine, select
 
-from ldp_aggregator import ingest
+from ldp_aggregator import writer
 from ldp_aggregator.collections import create_collection
 from ldp_aggregator.ingest import (
     REASON_BAD_ID,
@@ -23,8 +21,6 @@ from ldp_aggregator.ingest import (
     judge_batch,
 )
 from ldp_aggregator.storage.collections import StoredCollection
-from ldp_aggregator.storage.engine import make_engine
-from ldp_aggregator.storage.migrate import upgrade
 from ldp_aggregator.storage.tables import reports
 from ldp_shared.codec import decode_reports
 from ldp_shared.schema import CollectionSpec
@@ -34,16 +30,13 @@ from .conftest import Snapshot, packed_reports, report_dicts, snapshot, spec_pay
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = make_engine(f"sqlite:///{tmp_path / 'ingest.db'}")
-    upgrade(engine)
-    yield engine
-    engine.dispose()
+def engine(store: Engine) -> Engine:
+    return store
 
 
 @pytest.fixture
-def survey(engine: Engine) -> StoredCollection:
-    return create_collection(engine, CollectionSpec.model_validate(spec_payload()))
+def survey(store_survey: StoredCollection) -> StoredCollection:
+    return store_survey
 
 
 def batch_of(items: list[dict[str, str]]) -> ReportBatch:
@@ -161,11 +154,12 @@ def test_report_ids_are_per_collection(engine: Engine, survey: StoredCollection)
 def test_concurrent_ingests_lose_no_update(engine: Engine, survey: StoredCollection) -> None:
     batches = [good(survey, 100, seed=s) for s in range(16)]
     errors: list[BaseException] = []
+    shared = writer.ReportWriter(engine)  # as the app's request threads share it
 
     def work(items: list[dict[str, str]]) -> None:
         try:
             for _ in range(2):  # the second time is a retry: all duplicates
-                ingest_batch(engine, survey, batch_of(items))
+                ingest_batch(engine, survey, batch_of(items), writer=shared)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -185,14 +179,14 @@ def test_a_race_on_the_unique_key_is_redone_once(
     """Another writer stores one of our ids after our check: the batch is redone."""
     stored = good(survey, 1, seed=3)
     ingest_batch(engine, survey, batch_of(stored))
-    real = ingest.existing_ids  # type: ignore[attr-defined]
+    real = writer.existing_ids
     calls: list[int] = []
 
     def blind_first(*args: Any) -> set[str]:
         calls.append(1)
         return set() if len(calls) == 1 else real(*args)
 
-    monkeypatch.setattr(ingest, "existing_ids", blind_first)
+    monkeypatch.setattr(writer, "existing_ids", blind_first)
     fresh = good(survey, 5, seed=4)
     result = ingest_batch(engine, survey, batch_of([*stored, *fresh]))
     assert len(calls) == 2

@@ -74,6 +74,8 @@ def test_sqlite_pragmas(fresh: Engine) -> None:
         "foreign_keys": 1,
         "cache_size": -16384,
         "wal_autocheckpoint": 10000,
+        "secure_delete": 1,  # freed bytes are zeroed (docs/privacy-at-rest.md)
+        "journal_size_limit": 0,
     }
     with fresh.connect() as connection:
         pragma = {

@@ -2,14 +2,51 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
-from ldp_aggregator.deps import app_state
+from anyio import to_thread
+from fastapi import APIRouter, FastAPI, Request
+
+from ldp_aggregator.deps import AppState, app_state
 from ldp_aggregator.ingest import ingest_batch
 from ldp_aggregator.problems import problem_responses
+from ldp_aggregator.writer import ReportWriter, Reshuffler
 from ldp_shared.wire import BatchResult, ReportBatch
 
-router = APIRouter(prefix="/v1/collections", tags=["reports"])
+_CREATE_LOCK = threading.Lock()
+
+
+def writer_of(app: FastAPI) -> ReportWriter:
+    """The app's report writer, created on first use with its :class:`Reshuffler`."""
+    reshuffler: Reshuffler | None = getattr(app.state, "ldp_reshuffler", None)
+    if reshuffler is None:
+        with _CREATE_LOCK:
+            reshuffler = getattr(app.state, "ldp_reshuffler", None)
+            if reshuffler is None:
+                state = app.state.ldp
+                assert isinstance(state, AppState)
+                reshuffler = Reshuffler(
+                    ReportWriter(state.engine), state.settings.reshuffle_seconds
+                )
+                reshuffler.start()
+                app.state.ldp_reshuffler = reshuffler
+    return reshuffler.writer
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    writer_of(app)
+    try:
+        yield
+    finally:
+        reshuffler: Reshuffler | None = getattr(app.state, "ldp_reshuffler", None)
+        if reshuffler is not None:
+            await to_thread.run_sync(reshuffler.stop)
+
+
+router = APIRouter(prefix="/v1/collections", tags=["reports"], lifespan=_lifespan)
 
 
 @router.post(
@@ -27,6 +64,6 @@ def upload_reports(name: str, batch: ReportBatch, request: Request) -> BatchResu
     if refusal is not None:
         state.metrics.count_rate_limited(collection.name, refusal.limit, len(batch.reports))
         raise refusal.error()
-    result = ingest_batch(state.engine, collection, batch)
+    result = ingest_batch(state.engine, collection, batch, writer=writer_of(request.app))
     state.metrics.count_reports(collection.name, result.accepted, result.duplicate, result.rejected)
     return result

@@ -17,20 +17,26 @@ SQLITE_WAL_AUTOCHECKPOINT_PAGES = 10_000
 """Checkpoint the WAL every ~40 MiB instead of SQLite's ~4 MiB: with random ids a batch
 of 1,000 reports dirties up to 1,000 pages, and checkpointing less often writes a page
 that several batches touched once instead of once per batch (about halves commit time
-on a table of a few hundred thousand reports)."""
+on a table of a few hundred thousand reports). The report writer truncates the log after
+every transaction anyway (docs/privacy-at-rest.md); this is the fallback while readers
+keep it from doing so."""
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     try:
         # WAL: readers never block the writer; FULL: an acknowledged commit survives
-        # a power cut; busy_timeout: concurrent writers wait for the lock instead of failing
+        # a power cut; busy_timeout: concurrent writers wait for the lock instead of failing;
+        # secure_delete: freed and superseded bytes are zeroed, not left in the file;
+        # journal_size_limit=0: a log that restarts is truncated, no stale frames stay
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=FULL")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
         cursor.execute(f"PRAGMA wal_autocheckpoint={SQLITE_WAL_AUTOCHECKPOINT_PAGES}")
+        cursor.execute("PRAGMA secure_delete=ON")
+        cursor.execute("PRAGMA journal_size_limit=0")
     finally:
         cursor.close()
 

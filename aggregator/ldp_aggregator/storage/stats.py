@@ -15,6 +15,8 @@ from numpy.typing import NDArray
 from sqlalchemy import Connection, select, update
 
 from ldp_aggregator.storage.tables import collection_stats
+from ldp_shared.codec import DecodedBatch, decode_reports
+from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import CorruptStatisticsError
 
 __all__ = [
@@ -23,11 +25,14 @@ __all__ = [
     "add_to_stats",
     "decode_floats",
     "decode_sums",
+    "delta_of",
     "empty_stats_row",
     "encode_floats",
     "encode_sums",
     "lock_stats",
     "read_stats",
+    "statistics_of",
+    "sum_stats",
 ]
 
 SUMS_DTYPE = np.dtype("<i8")
@@ -42,6 +47,26 @@ class Stats:
     n_reports: int
     sums: NDArray[np.int64]
     floats: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+
+
+def delta_of(decoded: DecodedBatch) -> Stats:
+    """The statistics that the valid rows of a decoded batch add."""
+    return Stats(n_reports=int(decoded.valid.sum()), sums=decoded.sums, floats=decoded.floats)
+
+
+def statistics_of(config: CollectionConfig, matrix: NDArray[np.uint8]) -> Stats:
+    """The statistics that valid packed reports ``matrix`` add to their collection's."""
+    return delta_of(decode_reports(config, matrix))
+
+
+def sum_stats(parts: list[Stats]) -> Stats:
+    """The statistics of several sets of reports of one collection together (``parts``
+    not empty)."""
+    return Stats(
+        n_reports=sum(part.n_reports for part in parts),
+        sums=np.sum([part.sums for part in parts], axis=0, dtype=np.int64),
+        floats=np.sum([part.floats for part in parts], axis=0, dtype=np.float64),
+    )
 
 
 def encode_sums(sums: NDArray[np.int64]) -> bytes:

@@ -1,0 +1,101 @@
+"""What keeps arrival order out of the database files (docs/privacy-at-rest.md).
+
+* :func:`truncate_wal` (SQLite): checkpoint the write-ahead log into the main file and
+  truncate it to zero bytes, so that the log never holds more than the transactions
+  since the last call. It does not wait for readers: while one still reads an older
+  snapshot the log cannot be reset, and the next call tries again.
+* :func:`rewrite_reports`: rebuild the stored reports so that their layout depends on
+  the stored rows alone, not on the order or the requests they came in. Rows are
+  written in key order; report ids are random, so key order says nothing of arrival.
+  SQLite: ``VACUUM`` (every table rebuilt into fresh pages, the file shrunk), then
+  :func:`truncate_wal`. PostgreSQL: in one transaction, copy ``reports`` into a
+  temporary table, ``TRUNCATE`` it (a new, empty file) and copy the rows back: the heap
+  and the primary-key index are rebuilt in key order, every row carries the same
+  ``xmin`` (the rewriting transaction's), and the statistics rows are rewritten the
+  same way so that no dead versions of them (one per ingest transaction) remain.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import OperationalError
+
+from ldp_aggregator.storage.engine import SQLITE_BUSY_TIMEOUT_MS
+from ldp_aggregator.storage.tables import collection_stats, reports
+
+logger = logging.getLogger("ldp_aggregator")
+
+PG_REWRITE_LOCK = 0x6C647072  # "ldpr", with the table's oid: one rewrite at a time
+PG_LOCK_TIMEOUT = "5s"
+"""How long a rewrite waits for the tables before giving up until its next turn (a long
+read, such as an itemset snapshot, holds them; ingestion queues behind the waiting
+rewrite meanwhile, so the wait is kept short)."""
+
+
+def truncate_wal(engine: Engine) -> bool:
+    """Checkpoint and empty SQLite's ``-wal`` file; ``True`` when it is empty now.
+
+    Other dialects have nothing to do here (``True``).
+    """
+    if engine.dialect.name != "sqlite":
+        return True
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.exec_driver_sql("PRAGMA busy_timeout=0")
+        try:
+            busy, _, _ = connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()
+        finally:
+            connection.exec_driver_sql(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    return int(busy) == 0
+
+
+def rewrite_reports(engine: Engine) -> bool:
+    """Rebuild the reports (and statistics) tables out of arrival order.
+
+    Returns ``False`` when it did not run: on PostgreSQL another replica is rewriting or
+    the tables stayed locked for :data:`PG_LOCK_TIMEOUT`. The caller must keep other
+    writers of this process out meanwhile (:class:`~ldp_aggregator.writer.ReportWriter`
+    does); those of other processes wait on the database's own locks.
+    """
+    if engine.dialect.name == "sqlite":
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.exec_driver_sql("VACUUM")
+        truncate_wal(engine)
+        return True
+    try:
+        with engine.begin() as connection:
+            return _rewrite_postgres(connection)
+    except OperationalError as error:  # lock_timeout: try again at the next turn
+        logger.warning("reports not rewritten this time: %s", error.orig)
+        return False
+
+
+def _rewrite_postgres(connection: Connection) -> bool:
+    # keyed by the table's oid too: databases with several schemas rewrite independently
+    taken = connection.execute(
+        text(
+            "SELECT pg_try_advisory_xact_lock(:key, "
+            "CAST(CAST(CAST(CAST(:table AS regclass) AS oid) AS bigint) - 2147483648 AS integer))"
+        ),
+        {"key": PG_REWRITE_LOCK, "table": reports.name},
+    )
+    if not taken.scalar_one():
+        return False
+    quote = connection.dialect.identifier_preparer.quote
+    tables = (collection_stats, reports)  # the order in which ingestion locks them
+    connection.execute(text(f"SET LOCAL lock_timeout = '{PG_LOCK_TIMEOUT}'"))
+    names = ", ".join(quote(table.name) for table in tables)
+    connection.execute(text(f"LOCK TABLE {names} IN ACCESS EXCLUSIVE MODE"))
+    for table in tables:
+        name, copy = quote(table.name), quote(f"rewrite_{table.name}")
+        key = ", ".join(quote(column.name) for column in table.primary_key.columns)
+        connection.execute(
+            text(
+                f"CREATE TEMPORARY TABLE {copy} ON COMMIT DROP AS "
+                f"SELECT * FROM {name} ORDER BY {key}"
+            )
+        )
+        connection.execute(text(f"TRUNCATE {name}"))
+        connection.execute(text(f"INSERT INTO {name} SELECT * FROM {copy} ORDER BY {key}"))
+    return True

@@ -1,0 +1,161 @@
+"""Group commit: concurrent requests share a transaction, each answered after its commit."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, Engine, delete
+from sqlalchemy.exc import OperationalError
+
+from ldp_aggregator import writer as writer_module
+from ldp_aggregator.collections import create_collection
+from ldp_aggregator.ingest import ingest_batch
+from ldp_aggregator.storage.collections import StoredCollection
+from ldp_aggregator.storage.tables import collection_stats
+from ldp_aggregator.writer import ReportWriter
+from ldp_shared.errors import CorruptStatisticsError
+from ldp_shared.schema import CollectionSpec
+from ldp_shared.wire import BatchResult, ReportBatch
+
+from .conftest import Snapshot, snapshot, spec_payload
+from .forensics import seeded_requests
+from .test_ingest import expected_sums
+
+DEADLINE_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class Gate:
+    entered: threading.Event  # the first transaction has begun
+    open: threading.Event  # it may go on
+
+
+def hold_first_transaction(monkeypatch: pytest.MonkeyPatch) -> Gate:
+    """The first transaction waits, before it locks anything, until the gate opens."""
+    gate = Gate(threading.Event(), threading.Event())
+    real = writer_module.lock_stats
+
+    def held(connection: Connection, collection_id: int) -> None:
+        if not gate.entered.is_set():
+            gate.entered.set()
+            assert gate.open.wait(DEADLINE_SECONDS)
+        real(connection, collection_id)
+
+    monkeypatch.setattr(writer_module, "lock_stats", held)
+    return gate
+
+
+def run_grouped(
+    writer: ReportWriter,
+    jobs: list[tuple[StoredCollection, list[dict[str, str]]]],
+    gate: Gate,
+) -> list[BatchResult | BaseException]:
+    """Start ``jobs[0]``, queue the others behind its held transaction, then let it go."""
+    results: list[BatchResult | BaseException] = [RuntimeError("not run")] * len(jobs)
+
+    def work(k: int) -> None:
+        collection, items = jobs[k]
+        batch = ReportBatch.model_validate({"reports": items})
+        try:
+            results[k] = ingest_batch(writer.engine, collection, batch, writer=writer)
+        except BaseException as error:
+            results[k] = error
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(jobs))]
+    threads[0].start()
+    assert gate.entered.wait(DEADLINE_SECONDS)
+    for thread in threads[1:]:
+        thread.start()
+    until(lambda: writer.queued == len(jobs) - 1)
+    gate.open.set()
+    for thread in threads:
+        thread.join(DEADLINE_SECONDS)
+    return results
+
+
+def until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def test_requests_that_arrive_during_a_commit_share_the_next_transaction(
+    store: Engine, store_survey: StoredCollection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    requests = seeded_requests(store_survey.config, 8, seed=1)
+    writer = ReportWriter(store)
+    gate = hold_first_transaction(monkeypatch)
+    results = run_grouped(writer, [(store_survey, items) for items in requests], gate)
+    assert [r.accepted for r in results if isinstance(r, BatchResult)] == [len(i) for i in requests]
+    assert writer.transactions == 2  # the first request alone, then the seven together
+    everything = [report for items in requests for report in items]
+    n = len(everything)
+    assert snapshot(store, "survey") == Snapshot(n, n, expected_sums(store_survey, everything))
+
+
+def test_an_id_sent_twice_in_one_transaction_counts_once(
+    store: Engine, store_survey: StoredCollection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second, third = seeded_requests(store_survey.config, 3, seed=2)
+    retried = [second[0], *third]  # a client retrying concurrently
+    writer = ReportWriter(store)
+    gate = hold_first_transaction(monkeypatch)
+    results = run_grouped(
+        writer, [(store_survey, first), (store_survey, second), (store_survey, retried)], gate
+    )
+    assert writer.transactions == 2
+    done = [r for r in results if isinstance(r, BatchResult)]
+    assert len(done) == 3
+    statuses = [o.status for r in done[1:] for o in r.outcomes if o.id == second[0]["id"]]
+    assert sorted(statuses) == ["accepted", "duplicate"]
+    everything = first + second + third
+    n = len(everything)
+    assert snapshot(store, "survey") == Snapshot(n, n, expected_sums(store_survey, everything))
+
+
+def test_a_failing_request_does_not_fail_the_others_of_its_transaction(
+    store: Engine, store_survey: StoredCollection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = create_collection(store, CollectionSpec.model_validate(spec_payload(name="broken")))
+    with store.begin() as connection:
+        connection.execute(
+            delete(collection_stats).where(collection_stats.c.collection_id == broken.id)
+        )
+    first, second, third = seeded_requests(store_survey.config, 3, seed=3)
+    bad = [{**report, "config_hash": broken.config.config_hash} for report in third]
+    writer = ReportWriter(store)
+    gate = hold_first_transaction(monkeypatch)
+    results = run_grouped(
+        writer, [(store_survey, first), (broken, bad), (store_survey, second)], gate
+    )
+    assert isinstance(results[1], CorruptStatisticsError)
+    assert [r.accepted for r in (results[0], results[2]) if isinstance(r, BatchResult)] == [
+        len(first),
+        len(second),
+    ]
+    n = len(first) + len(second)
+    assert snapshot(store, "survey") == Snapshot(n, n, expected_sums(store_survey, first + second))
+
+
+def test_no_request_is_answered_before_its_commit_and_a_failed_commit_stores_nothing(
+    store: Engine, store_survey: StoredCollection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    requests = seeded_requests(store_survey.config, 4, seed=4)
+    ingest_batch(store, store_survey, ReportBatch.model_validate({"reports": requests[0]}))
+    before = snapshot(store, "survey")
+
+    def failing(*_args: Any) -> None:
+        raise OperationalError("INSERT", {}, Exception("disk I/O error"))
+
+    monkeypatch.setattr(writer_module, "insert_reports", failing)
+    writer = ReportWriter(store)
+    gate = hold_first_transaction(monkeypatch)
+    results = run_grouped(writer, [(store_survey, items) for items in requests[1:]], gate)
+    assert all(isinstance(r, OperationalError) for r in results)
+    assert snapshot(store, "survey") == before
