@@ -2,7 +2,9 @@
 
 Nothing stored with a report can identify or order its sender: no IP address, user
 agent, or time finer than a day; the ``reports`` table is ``WITHOUT ROWID`` on SQLite
-so that no arrival order is kept either (rows are ordered by their random ids).
+so that rows are ordered by their random ids, not by arrival. What the files still keep
+of arrival order (the write-ahead log, PostgreSQL's ``xmin`` and heap order, page
+layout) and how the writer bounds it: docs/privacy-at-rest.md.
 """
 
 from __future__ import annotations
