@@ -16,23 +16,15 @@ from ldp_shared.rand import seeded_rng
 
 from ._stats import (
     ALPHA,
-    POWER_MARGIN_SD,
+    assert_chi2_power,
     chi2_gof_rows,
-    chi2_quantile,
     normal_two_sided_pvalue,
+    pooled_noncentrality,
     variance_ratio_pvalue,
     wrong_epsilons,
 )
 
 PER_LEVEL = 40_000
-
-
-def pooled_noncentrality(n: int, p: FloatArray, q: FloatArray) -> float:
-    """``n Σ (q − p)²/p`` over the cells expected at least 5 (the rest pooled)."""
-    big = n * p >= 5
-    lam = n * float(np.sum((q[big] - p[big]) ** 2 / p[big]))
-    rest_p, rest_q = float(p[~big].sum()), float(q[~big].sum())
-    return lam + (n * (rest_q - rest_p) ** 2 / rest_p if rest_p > 0 else 0.0)
 
 
 def assert_channel_with_power(
@@ -59,9 +51,7 @@ def assert_channel_with_power(
         w_cols = wrong.matrix[:, levels].T
         pairs = zip(columns, w_cols, strict=True)
         lam = sum(pooled_noncentrality(PER_LEVEL, p, q) for p, q in pairs)
-        df = len(levels) * (cells - 1)
-        crit = chi2_quantile(1 - ALPHA, df)
-        assert df + lam - POWER_MARGIN_SD * math.sqrt(2 * (df + 2 * lam)) > crit, (lam, df)
+        assert_chi2_power(lam, len(levels) * (cells - 1))
         drawn = wrong.sample(np.repeat(np.array(levels), PER_LEVEL), rng)
         assert chi2_gof_rows(observed(drawn), columns).pvalue < ALPHA, wrong_eps
 

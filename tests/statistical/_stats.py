@@ -219,3 +219,20 @@ def bonferroni_reject(pvalues: Sequence[float], alpha: float = ALPHA) -> bool:
 def wrong_epsilons(epsilon: float) -> list[float]:
     """The two mis-calibrated budgets every power check uses."""
     return [epsilon * 1.3, epsilon / 1.3]
+
+
+def pooled_noncentrality(n: float, p: ArrayLike, q: ArrayLike) -> float:
+    """The noncentrality ``n Σ (q − p)²/p`` of a χ² test of ``n`` draws from ``q`` against
+    ``p``, over the cells expected at least 5 (the rest pooled, as :func:`chi2_gof` does)."""
+    p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
+    big = n * p >= 5
+    lam = n * float(np.sum((q[big] - p[big]) ** 2 / p[big]))
+    rest_p, rest_q = float(p[~big].sum()), float(q[~big].sum())
+    return lam + (n * (rest_q - rest_p) ** 2 / rest_p if rest_p > 0 else 0.0)
+
+
+def assert_chi2_power(lam: float, df: int, alpha: float = ALPHA) -> None:
+    """Check the design: a noncentral χ²(df, lam) clears the critical value at ``alpha``
+    by :data:`POWER_MARGIN_SD` standard deviations."""
+    crit = chi2_quantile(1 - alpha, df)
+    assert df + lam - POWER_MARGIN_SD * math.sqrt(2 * (df + 2 * lam)) > crit, (lam, df)

@@ -32,10 +32,11 @@ from ldp_shared.rand import seeded_rng
 from ._stats import (
     ALPHA,
     POWER_MARGIN_SD,
+    assert_chi2_power,
     assert_variance_power,
     chi2_gof,
-    chi2_quantile,
     normal_two_sided_pvalue,
+    pooled_noncentrality,
     variance_ratio_pvalue,
     wrong_epsilons,
     z_critical,
@@ -78,19 +79,6 @@ def mixed_columns(matrix: FloatArray, t: FloatArray, levels: int) -> FloatArray:
     return out
 
 
-def noncentrality(n: float, p: FloatArray, q: FloatArray) -> float:
-    """``n Σ (q − p)²/p`` over the cells expected at least 5 (the rest pooled)."""
-    big = n * p >= 5
-    lam = n * float(np.sum((q[big] - p[big]) ** 2 / p[big]))
-    rest_p, rest_q = float(p[~big].sum()), float(q[~big].sum())
-    return lam + (n * (rest_q - rest_p) ** 2 / rest_p if rest_p > 0 else 0.0)
-
-
-def assert_chi2_power(lam: float, df: int, alpha: float) -> None:
-    crit = chi2_quantile(1 - alpha, df)
-    assert df + lam - POWER_MARGIN_SD * math.sqrt(2 * (df + 2 * lam)) > crit, (lam, df)
-
-
 PAIRS = 60_000
 SAMPLED_T = np.array([-0.7, 0.1, 0.55])
 
@@ -116,7 +104,7 @@ def test_sampled_pairs_follow_the_channel_and_a_wrong_epsilon_is_caught(
         wrong = make(name, eps, d, k=1)
         assert wrong.channel.cells == right.channel.cells
         assert_chi2_power(
-            noncentrality(PAIRS, law(right), law(wrong)), right.channel.cells * d, ALPHA
+            pooled_noncentrality(PAIRS, law(right), law(wrong)), right.channel.cells * d, ALPHA
         )
         assert chi2_gof(observed(wrong.perturb(g, rng)), law(right)).pvalue < ALPHA, eps
 
@@ -147,7 +135,7 @@ def test_laplace_cells_follow_the_channel_and_a_wrong_epsilon_is_caught(epsilon:
     for eps in wrong_epsilons(epsilon):
         wrong = wrong_channel(right, eps)
         laws = zip(law(right.channel.matrix), law(wrong.matrix), strict=True)
-        lam = max(noncentrality(REPORTS, p, q) for p, q in laws)
+        lam = max(pooled_noncentrality(REPORTS, p, q) for p, q in laws)
         assert_chi2_power(lam, cells - 1, alpha)
         assert min(pvalues(laplace_answers(right, wrong, g, rng))) < alpha, eps
 
