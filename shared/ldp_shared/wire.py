@@ -131,6 +131,14 @@ class FrequencyResult(_AttributeRelease):
     stderr: list[float]
     ci_low: list[float]
     ci_high: list[float]
+    interval: Literal["score", "normal"] = Field(
+        default="normal",
+        description=(
+            "how ci_low/ci_high were formed: 'score' keeps every f in [0, 1] that the test"
+            " |estimate − f| ≤ z·√Var(f) accepts (variance at f, Wilson-type; the"
+            " debiased-bit mechanisms and the label), 'normal' is estimate ± z·stderr"
+        ),
+    )
     postprocessed: list[float] | None = Field(
         default=None, description="the estimate after the requested post-processing"
     )
