@@ -26,7 +26,7 @@ interval widens the test by half a step (a continuity correction, as in Wilson's
 corrected interval). Without it the score interval still dips to about 93 % where only
 one or two reports are expected to carry a value (GRR, d = 64, ε = 1, n = 100, f = 0);
 with it the exact coverage is at least 95 % in every setting of ``bench/intervals.py`` at
-n = 100 and 1,000, for 1–23 % more width at n = 100 (the correction vanishes as n grows).
+n = 100 and 1,000, for 1–22 % more width at n = 100 (the correction vanishes as n grows).
 
 A true frequency lies in [0, 1], so the interval released is the accepted set
 intersected with [0, 1]. When that intersection is empty, the test rejects every
