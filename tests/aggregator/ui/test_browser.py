@@ -31,6 +31,14 @@ def cell_number(page: Any, table: str, row: str, column: str) -> float:
     return float(cell.locator(f'td[data-column="{column}"]').inner_text().replace(",", ""))
 
 
+def chart_values(page: Any) -> list[float]:
+    """The bar heights Chart.js holds for the frequency chart."""
+    script = (
+        """c => Chart.getChart(c).data.datasets[0].data.map(d => typeof d === 'number' ? d : d.y)"""
+    )
+    return [float(v) for v in page.locator("#frequency-chart").evaluate(script)]
+
+
 def test_refused_without_a_token(page: Any, served: str, screenshots: Path) -> None:
     page.goto(f"{served}/ui/collections/survey/frequencies")
     assert page.url.startswith(f"{served}/ui/sign-in")
@@ -66,23 +74,29 @@ def test_sign_in_open_a_collection_and_read_the_chart_table(
     assert shown == pytest.approx(expected["estimate"][red], rel=1e-3)
     stderr = cell_number(page, "frequency-table", "red", "stderr")
     assert stderr == pytest.approx(expected["stderr"][red], rel=1e-3)
+    assert chart_values(page)[red] == pytest.approx(expected["estimate"][red])
     assert page.locator("#shown").get_attribute("data-shown") == "raw"
     page.screenshot(path=screenshots / "frequencies.png", full_page=True)
 
 
 def test_switching_post_processing(page: Any, served: str, screenshots: Path) -> None:
     sign_in(page, served)
-    page.goto(f"{served}/ui/collections/survey/frequencies?attribute=age")
+    page.goto(f"{served}/ui/collections/survey/frequencies?attribute=color")
+    page.wait_for_selector("#frequency-chart[data-drawn='4']")
+    raw = chart_values(page)
     page.get_by_role("link", name="Norm-Sub").click()
-    page.wait_for_selector("#frequency-chart[data-drawn='3']")
+    page.wait_for_selector("#frequency-chart[data-drawn='4']")
     assert page.locator("#shown").get_attribute("data-shown") == "norm-sub"
     assert "post-processed estimate (Norm-Sub" in page.locator("#shown").inner_text()
     expected = api(
-        served, "/v1/collections/survey/frequencies", attribute="age", postprocess="norm-sub"
+        served, "/v1/collections/survey/frequencies", attribute="color", postprocess="norm-sub"
     )
     values = [cell_number(page, "frequency-table", v, "postprocessed") for v in expected["values"]]
     assert values == pytest.approx(expected["postprocessed"], abs=1e-4)
     assert sum(values) == pytest.approx(1.0, abs=1e-3) and min(values) >= 0
+    drawn = chart_values(page)  # the bars now are the post-processed estimate
+    assert drawn == pytest.approx(expected["postprocessed"]) and drawn != pytest.approx(raw)
+    assert raw == pytest.approx(expected["estimate"])
     current = page.get_by_role("navigation", name="Estimate shown").locator("[aria-current]")
     assert current.inner_text() == "Norm-Sub"
     page.screenshot(path=screenshots / "frequencies-norm-sub.png", full_page=True)
