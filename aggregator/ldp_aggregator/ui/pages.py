@@ -5,7 +5,7 @@ admin); without one it redirects to the sign-in form. Errors are pages, not JSON
 from __future__ import annotations
 
 from typing import Annotated
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -137,7 +137,7 @@ async def sign_out(request: Request) -> Response:
 
 @router.get("/collections/{name}")
 def collection_page(name: str, request: Request) -> Response:
-    return RedirectResponse(f"/ui/collections/{name}/overview", status_code=303)
+    return RedirectResponse(f"/ui/collections/{quote(name, safe='')}/overview", status_code=303)
 
 
 def _context(request: Request, role: Role, name: str, slug: str) -> tuple[PanelContext, Panel]:

@@ -45,10 +45,21 @@ def number(value: float | int | None, digits: int = 4) -> str:
     return f"{value:.{digits}g}" if abs(value) >= 1 else f"{value:.{digits}f}"
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float as ``None`` (JSON has no NaN or infinity)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    return value
+
+
 def chart_json(spec: dict[str, Any]) -> Markup:
     """A chart's data for ``<script type="application/json">`` (``<`` escaped, so it
     cannot close the element)."""
-    text = json.dumps(spec, allow_nan=False).replace("<", "\\u003c")
+    text = json.dumps(_finite(spec), allow_nan=False).replace("<", "\\u003c")
     return Markup(text)
 
 

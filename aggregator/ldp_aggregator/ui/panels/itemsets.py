@@ -84,11 +84,18 @@ def _result(ctx: PanelContext) -> ItemsetResult:
     return job.result
 
 
+def _cell(value: Any) -> Any:
+    """Text that a spreadsheet would run as a formula starts with a quote instead."""
+    if isinstance(value, str) and value.startswith(("=", "+", "-", "@", "\t", "\r")):
+        return "'" + value
+    return value
+
+
 def _csv(header: list[str], rows: list[list[Any]], filename: str) -> Response:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
-    writer.writerows(rows)
+    writer.writerows([_cell(value) for value in row] for row in rows)
     return Response(
         buffer.getvalue(),
         media_type="text/csv; charset=utf-8",
