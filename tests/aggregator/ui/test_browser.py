@@ -63,9 +63,12 @@ def test_sign_in_open_a_collection_and_read_the_chart_table(
     page.screenshot(path=screenshots / "collections.png", full_page=True)
     page.get_by_role("link", name="survey").click()
     assert "Released: this collection has 400 reports" in page.locator("main").inner_text()
+    page.screenshot(path=screenshots / "overview.png", full_page=True)
+    page.get_by_role("link", name="Reports per day").click()
+    page.wait_for_selector("#days-chart[data-drawn='1']")
     days = page.locator("#days-table tbody td").all_inner_texts()
     assert sum(int(d.replace(",", "")) for d in days) == SURVEY_REPORTS
-    page.screenshot(path=screenshots / "overview.png", full_page=True)
+    page.screenshot(path=screenshots / "reports-per-day.png", full_page=True)
     page.get_by_role("link", name="Frequencies").click()
     page.wait_for_selector("#frequency-chart[data-drawn='4']")  # Chart.js drew 4 bars
     expected = api(served, "/v1/collections/survey/frequencies", attribute="color")

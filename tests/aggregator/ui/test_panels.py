@@ -123,7 +123,7 @@ def test_reports_per_day_are_the_stored_days(ui_client: TestClient) -> None:
             select(func.max(reports.c.received_day)).where(reports.c.collection_id == collection.id)
         ).scalar_one()
     sign_in_client(ui_client)
-    page = ui_client.get("/ui/collections/survey/overview").text
+    page = ui_client.get("/ui/collections/survey/days").text
     days = re.findall(r'<tr><th scope="row">([0-9-]+)</th><td class="num">([0-9,]+)</td>', page)
     assert days == [("2026-01-02", "150"), (today.isoformat(), f"{SURVEY_REPORTS - 150}")]
     assert today - date(2026, 1, 2) > timedelta(days=1)

@@ -4,10 +4,11 @@ one entry here (see :mod:`ldp_aggregator.ui.panel`)."""
 from __future__ import annotations
 
 from ldp_aggregator.ui.panel import Panel
-from ldp_aggregator.ui.panels import frequencies, itemsets, jobs, naive_bayes, overview
+from ldp_aggregator.ui.panels import days, frequencies, itemsets, jobs, naive_bayes, overview
 
 PANELS: tuple[Panel, ...] = (
     overview.PANEL,
+    days.PANEL,
     frequencies.PANEL,
     naive_bayes.PANEL,
     itemsets.PANEL,

@@ -1,16 +1,10 @@
-"""The collection's overview: its configuration in plain words, whether it is released,
-and how many reports arrived on each day.
-
-The per-day counts come from the day each stored report already carries (the only time
-stored with a report, :mod:`ldp_aggregator.storage.tables`); the dashboard records
-nothing new and shows nothing finer than a day.
-"""
+"""The collection's overview: its configuration in plain words and whether it is
+released (from the config and the sufficient statistics: O(1) in the reports)."""
 
 from __future__ import annotations
 
 import math
 
-from ldp_aggregator.storage.reports import reports_per_day
 from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView
 from ldp_aggregator.ui.states import release_status
 from ldp_aggregator.ui.words import attribute_words, budget_words, label_words
@@ -21,8 +15,6 @@ ODDS_SHOWN_BELOW = 30.0
 
 def view(ctx: PanelContext) -> PanelView:
     config = ctx.config
-    with ctx.state.engine.connect() as connection:
-        days = reports_per_day(connection, ctx.collection.id)
     report = config.privacy.report
     return PanelView(
         "panels/overview.html",
@@ -38,13 +30,6 @@ def view(ctx: PanelContext) -> PanelView:
             "label": label_words(config),
             "attributes": attribute_words(config),
             "min_reports": config.spec.release.min_reports,
-            "days": [(day.isoformat(), count) for day, count in days],
-            "days_chart": {
-                "title": "Reports received per day",
-                "labels": [day.isoformat() for day, _ in days],
-                "values": [count for _, count in days],
-                "y_title": "reports",
-            },
         },
     )
 
