@@ -44,9 +44,9 @@ import math
 
 import numpy as np
 
-from ldp_shared.analyses.logistic.layout import FeatureLayout
 from ldp_shared.analyses.logistic.training import TrainingPlan
 from ldp_shared.errors import InvalidQueryError
+from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomizer
 
 JITTER = 0.5

@@ -31,9 +31,9 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ldp_shared.analyses.logistic import device
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
 from ldp_shared.kernel import FloatArray
+from ldp_shared.learning import device
 from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomizer
 from ldp_shared.mechanisms.lattice import LatticeRandomizer
 from ldp_shared.rand import resolve_rng

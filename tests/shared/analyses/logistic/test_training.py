@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 
-from ldp_shared.analyses.logistic.layout import FeatureLayout
 from ldp_shared.analyses.logistic.planning import (
     JITTER,
     MAX_ROUNDS,
@@ -20,6 +19,7 @@ from ldp_shared.analyses.logistic.planning import (
 )
 from ldp_shared.analyses.logistic.training import TrainingPlan, predict_proba, train
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
+from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.mechanisms.base import EPSILON_SLACK
 from ldp_shared.mechanisms.gradient import gradient_randomizer
 from ldp_shared.rand import seeded_rng
