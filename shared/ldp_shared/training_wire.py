@@ -30,7 +30,9 @@ TOKEN_PATTERN = r"^[A-Za-z0-9_-]{43}$"
 
 
 class _Wire(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # ε = ∞ is stored as the JSON constant Infinity. Only the tests' noise-off mechanism
+    # has it (every registered mechanism refuses an infinite ε); it is never answered.
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
 
 
 class TrainingSpec(_Wire):
