@@ -71,6 +71,10 @@ from ldp_shared.wire import decode_bits
 TRAINING = "training"
 """The ``kind`` of a training job in the jobs table."""
 
+RETRY_SECONDS = 1
+"""``Retry-After`` when every place of the open round is held: held places are answered
+within the round trip of a device, or freed when they expire."""
+
 
 # ---------------------------------------------------------------------- the job's plan
 
@@ -280,12 +284,12 @@ def issue_participation(engine: Engine, collection: StoredCollection, job_id: st
         }
         total = sum(max(0, n) for n in free.values())
         if total == 0:
-            oldest = store.oldest_pending(connection, job_id, state.round, since) or now
-            wait = max(1, oldest + math.ceil(spec.participation_seconds) - now)
+            # the places are held by devices computing their reports; the round closes
+            # (and the next opens) as soon as those arrive, or their places expire
             raise RateLimitedError(
-                f"every place of round {state.round} of training job {job_id!r} is taken;"
-                f" try again in {wait} s",
-                retry_after=wait,
+                f"every place of round {state.round} of training job {job_id!r} is held by a"
+                f" device that has not answered yet; try again in {RETRY_SECONDS} s",
+                retry_after=RETRY_SECONDS,
             )
         role = "gradient" if secrets.randbelow(total) < max(0, free["gradient"]) else "loss"
         issued = store.insert_token(connection, job_id, _hash(token), state.round, role)

@@ -17,6 +17,7 @@ Call builders in the style of :mod:`ldp_client.protocol`, and what a device does
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -119,19 +120,33 @@ class JobMechanisms:
     delta: float
 
 
+@functools.lru_cache(maxsize=16)
+def _gradient(
+    name: str, dimension: int, epsilon: float, bound: float, delta: float | None
+) -> GradientRandomizer:
+    """Built once per parameters (a lattice channel takes a tenth of a second to build);
+    mechanisms are immutable, so the cache hands out the same object."""
+    return gradient_randomizer(name, dimension, epsilon, bound, delta)
+
+
+@functools.lru_cache(maxsize=16)
+def _loss(epsilon: float) -> LatticeRandomizer:
+    return device.loss_randomizer(epsilon)
+
+
 def rebuild_mechanisms(participation: Participation) -> JobMechanisms:
     """The mechanisms from the job's parameters, checked against what the server published."""
     g = participation.gradient
     if g.dimension != participation.layout.dimension:
         raise ConfigurationError("the job's gradient dimension does not match its layout")
-    gradient = gradient_randomizer(g.name, g.dimension, g.epsilon, g.bound, g.delta)
+    gradient = _gradient(g.name, g.dimension, g.epsilon, g.bound, g.delta)
     _same("gradient ε", gradient.exact_epsilon, g.exact_epsilon)
     _same("gradient δ", gradient.delta, g.exact_delta)
     if gradient.segment.byte_length != g.report_bytes or gradient.published() != g.published:
         raise ConfigurationError("the job's gradient mechanism is not the one its name builds")
     loss: LatticeRandomizer | None = None
     if participation.loss is not None:
-        loss = device.loss_randomizer(participation.loss.epsilon)
+        loss = _loss(participation.loss.epsilon)
         name = "piecewise" if isinstance(loss, PiecewiseRandomizer) else "hybrid"
         if name != participation.loss.name or participation.loss.cap != device.LOSS_CAP:
             raise ConfigurationError("the job's loss mechanism is not the one the device builds")

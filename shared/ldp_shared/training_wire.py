@@ -70,7 +70,7 @@ class TrainingSpec(_Wire):
         default=0.5, ge=0, lt=1, description="tail averaging from this fraction of the rounds"
     )
     participation_seconds: float = Field(
-        default=300.0,
+        default=60.0,
         gt=0,
         le=86_400,
         description="how long a participation holds its place in a round before others may"

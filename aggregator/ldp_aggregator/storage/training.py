@@ -217,19 +217,6 @@ def pending_tokens(connection: Connection, job_id: str, round_: int, since: int)
     return {str(role): int(count) for role, count in rows}
 
 
-def oldest_pending(connection: Connection, job_id: str, round_: int, since: int) -> int | None:
-    """When the oldest unused token of ``round_`` issued at or after ``since`` was issued."""
-    value = connection.execute(
-        select(func.min(training_tokens.c.issued_unix)).where(
-            training_tokens.c.job_id == job_id,
-            training_tokens.c.round == round_,
-            training_tokens.c.used == 0,
-            training_tokens.c.issued_unix >= since,
-        )
-    ).scalar()
-    return None if value is None else int(value)
-
-
 @dataclass(frozen=True)
 class TokenRow:
     round: int
