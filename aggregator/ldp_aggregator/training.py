@@ -93,7 +93,13 @@ def complete_spec(spec: TrainingSpec) -> TrainingSpec:
     if spec.round_size is None or spec.rounds is None:
         assert spec.devices is not None  # the spec's validator
         plan = plan_training(
-            layout, spec.devices, spec.mechanism, spec.epsilon, spec.l2, bound, spec.loss_share
+            layout,
+            spec.devices,
+            spec.mechanism,
+            spec.epsilon,
+            l2=spec.l2,
+            bound=bound,
+            loss_share=spec.loss_share,
         )
         planned = {"round_size": plan.round_size, "rounds": plan.rounds}
         values.update({k: v for k, v in planned.items() if values[k] is None})

@@ -64,6 +64,7 @@ class TrainResult:
     mechanism: str
     epsilon: float
     devices: int
+    """Devices that took part: the plan's rounds times their size (at most ``--devices``)."""
     round_size: int
     rounds: int
     accuracy: float
@@ -126,10 +127,11 @@ async def _drive(
     clients = [AsyncLDPClient(url, token=analyst_token, rng=_rng(options.seed)) for url in urls]
     try:
         job = await clients[0].create_training_job(COLLECTION, spec)
+        places = (job.spec.round_size or 0) * (job.spec.rounds or 0)
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        for record in records:
+        for record in records[:places]:  # the plan's rounds may leave a few devices out
             queue.put_nowait(record)
-        bar = tqdm(total=len(records), unit="device", desc="devices", disable=not options.progress)
+        bar = tqdm(total=queue.qsize(), unit="device", desc="devices", disable=not options.progress)
 
         async def device_loop(k: int) -> None:
             client = clients[k % len(clients)]
@@ -191,7 +193,7 @@ def simulate_training(
         job=job.id,
         mechanism=options.mechanism,
         epsilon=model.epsilon,
-        devices=options.devices,
+        devices=int(job.spec.round_size or 0) * model.rounds,
         round_size=int(job.spec.round_size or 0),
         rounds=model.rounds,
         accuracy=accuracy,

@@ -11,10 +11,20 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, func, select, update
 from tests.aggregator.conftest import ADMIN, ANALYST, TestClient, spec_payload
-from tests.aggregator.training_helpers import answer, ask, jobs_path, records, spec, take_part
+from tests.aggregator.training_helpers import (
+    LAYOUT,
+    answer,
+    ask,
+    jobs_path,
+    records,
+    spec,
+    take_part,
+)
 
 from ldp_aggregator.storage.jobs import jobs
 from ldp_aggregator.storage.training import training_reports, training_tokens
+from ldp_shared.analyses.logistic.planning import plan_training
+from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.rand import seeded_rng
 from ldp_shared.training_wire import TrainedModel, TrainingJob
 from ldp_shared.wire import encode_bits
@@ -205,3 +215,13 @@ def test_creating_and_reading_jobs_needs_the_analyst_token(train: TestClient) ->
     assert train.get(f"{jobs_path()}/{job.id}/model").status_code == 401
     # devices need no token
     assert train.post(f"{jobs_path()}/{job.id}/participations").status_code == 201
+
+
+def test_a_job_planned_from_its_devices_follows_the_library_plan(train: TestClient) -> None:
+
+    job = create(train, round_size=None, rounds=None, devices=50_000, epsilon=1.0, l2=0.01)
+    plan = plan_training(
+        FeatureLayout.model_validate(LAYOUT), 50_000, "sampled-piecewise", 1.0, l2=0.01
+    )
+    assert (job.spec.round_size, job.spec.rounds) == (plan.round_size, plan.rounds)
+    assert job.spec.learning_rate == plan.learning_rate and job.spec.bound == plan.bound
