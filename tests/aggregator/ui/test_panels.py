@@ -19,8 +19,12 @@ from ldp_aggregator.storage.tables import metadata, reports
 from ldp_aggregator.ui import pages
 from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView
 from ldp_aggregator.ui.render import number
+from ldp_shared.rand import seeded_rng
 
 from ..conftest import ANALYST, TestClient
+from ..training_helpers import answer, ask, jobs_path
+from ..training_helpers import records as training_records
+from ..training_helpers import spec as training_spec
 from ._data import SURVEY_REPORTS, car_test_csv
 from .conftest import sign_in_client
 
@@ -193,14 +197,20 @@ def test_the_rules_download_is_the_jobs_result(ui_client: TestClient) -> None:
     assert rows[0]["antecedent"] == "; ".join(rules[0]["antecedent"])
 
 
-def test_the_jobs_panel_lists_every_kind_and_refreshes_while_one_runs(
-    ui_client: TestClient,
-) -> None:
+def test_the_jobs_panel_follows_training_and_other_jobs(ui_client: TestClient) -> None:
+    created = ui_client.post(jobs_path("car-nb"), json=training_spec(), headers=ANALYST)
+    assert created.status_code == 201, created.text
+    job = created.json()["id"]
+    rng = seeded_rng(5)
+    for record in training_records(7):
+        participation = ask(ui_client, job, "car-nb")
+        assert answer(ui_client, participation, record, rng).status_code == 200
     state = _state(ui_client)
     collection = state.collections.get("car-nb")
-    with state.engine.begin() as connection:
-        insert_job(connection, "training-job-0001", collection.id, "training", "{}")
+    with state.engine.begin() as connection:  # a kind of job this panel does not know yet
+        insert_job(connection, "future-kind-job-0001", collection.id, "future", "{}")
     sign_in_client(ui_client)
-    page = ui_client.get("/ui/collections/car-nb/jobs").text
-    assert "training-job-0001" in page and "queued" in page
-    assert 'data-refresh-seconds="3"' in page
+    page = _text(ui_client.get("/ui/collections/car-nb/jobs").text)
+    assert f"{job} training running round 0 of 3; 7 reports in the open round" in page
+    assert "future-kind-job-0001 future queued" in page
+    assert 'data-refresh-seconds="3"' in ui_client.get("/ui/collections/car-nb/jobs").text

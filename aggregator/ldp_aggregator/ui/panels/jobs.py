@@ -1,8 +1,10 @@
-"""The collection's long-running jobs (mining now; training later) and their progress.
+"""The collection's jobs (mining itemsets, training a model) and their progress.
 
-Jobs of a kind this panel knows (itemsets) link to their result; a job of any other
-kind is still listed with its status and progress. The page reloads itself every few
-seconds while a job is queued or running.
+A mining job runs in a worker thread and is failed ("lost") when its replica stops
+refreshing it (``job_view``); a training job is driven by the devices' reports, so its
+progress is its round and the reports of the open round (``read_training_job``). A job
+of another kind is listed with its stored status and progress. The page reloads itself
+every few seconds while a job is queued or running.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from datetime import UTC, datetime
 
 from ldp_aggregator.jobs import ITEMSETS, job_view
 from ldp_aggregator.storage.jobs import JobRow, list_jobs
+from ldp_aggregator.training import TRAINING, read_training_job
 from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView
 
 ACTIVE = ("queued", "running")
@@ -37,19 +40,22 @@ def _when(unix: int) -> str:
 
 
 def _line(ctx: PanelContext, row: JobRow) -> JobLine:
-    status, error = row.status, ""
+    status, progress, failure = row.status, row.progress or "", None
     if row.kind == ITEMSETS:
-        job = job_view(ctx.collection, row, lost=row.lost())
-        status = job.status
-        error = "" if job.error is None else f"{job.error.title}: {job.error.detail}"
-    elif row.lost():
-        status, error = "failed", "the replica running this job stopped; start it again"
+        mining = job_view(ctx.collection, row, lost=row.lost())
+        status, failure = mining.status, mining.error
+    elif row.kind == TRAINING:
+        training = read_training_job(ctx.state.engine, ctx.collection, row.id)
+        status, failure = training.status, training.error
+        if status in ACTIVE:
+            progress = f"{progress}; {training.received:,} reports in the open round"
+    error = "" if failure is None else f"{failure.title}: {failure.detail}"
     slug = RESULT_PANEL.get(row.kind)
     return JobLine(
         id=row.id,
         kind=row.kind,
         status=status,
-        progress=row.progress or "",
+        progress=progress,
         created=_when(row.created_unix),
         updated=_when(row.updated_unix),
         error=error,
