@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import math
 import secrets
 import time
@@ -30,6 +31,7 @@ from numpy.typing import NDArray
 from sqlalchemy import Connection, Engine, update
 
 from ldp_aggregator.storage import training as store
+from ldp_aggregator.storage.at_rest import truncate_wal
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.jobs import JobRow, insert_job, read_job, update_job
 from ldp_shared.analyses.logistic.planning import default_bound, plan_training, smoothness
@@ -67,6 +69,8 @@ from ldp_shared.training_wire import (
     TrainingSpec,
 )
 from ldp_shared.wire import decode_bits
+
+logger = logging.getLogger("ldp_aggregator")
 
 TRAINING = "training"
 """The ``kind`` of a training job in the jobs table."""
@@ -349,12 +353,23 @@ def accept_report(
             raise RoundClosedError(f"round {used.round} has no free place for this report")
         store.insert_report(connection, job_id, used.round, used.role, payload)
         closed = _close_if_full(connection, row, mechanisms, collection)
+    if closed:
+        _forget_order(engine)
     return ParticipationResult(
         job=job_id,
         round=used.round,
         role=used.role,
         round_closed=closed,
     )
+
+
+def _forget_order(engine: Engine) -> None:
+    """Empty SQLite's write-ahead log once a round's reports are deleted: it kept the pages
+    they were written to, in the order they came (docs/privacy-at-rest.md)."""
+    try:
+        truncate_wal(engine)
+    except Exception:  # the round is committed: its last device must not see a failure
+        logger.exception("the write-ahead log was not truncated after a round closed")
 
 
 def _hash(token: str) -> bytes:

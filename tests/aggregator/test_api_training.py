@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -225,3 +226,14 @@ def test_a_job_planned_from_its_devices_follows_the_library_plan(train: TestClie
     )
     assert (job.spec.round_size, job.spec.rounds) == (plan.round_size, plan.rounds)
     assert job.spec.learning_rate == plan.learning_rate and job.spec.bound == plan.bound
+
+
+def test_a_closed_round_leaves_no_write_ahead_log(train: TestClient, engine: Engine) -> None:
+    job = create(train)
+    rng = seeded_rng(8)
+    path = engine.url.database
+    assert path is not None
+    for record in records(20, seed=9):
+        take_part(train, job.id, record, rng)
+    wal = Path(f"{path}-wal")
+    assert not wal.exists() or wal.stat().st_size == 0  # round 0 closed: its order is gone
