@@ -1,7 +1,8 @@
 """The dashboard in a real browser (Debian's Chromium through Playwright): signing in,
 reading a number off a chart's table, switching post-processing, sorting the rules
 table, training and scoring a naive Bayes model, the refusals (no token, no CSRF
-token) and the empty state. Every page is photographed (see conftest)."""
+token), the empty state, the API docs and reaching a panel by keyboard alone. Every page
+is photographed (see conftest)."""
 
 from __future__ import annotations
 
@@ -179,3 +180,18 @@ def test_api_docs_load_from_this_server(page: Any, served: str, screenshots: Pat
     page.wait_for_selector(".swagger-ui .information-container")
     assert "ldpcollect aggregator" in page.locator(".swagger-ui .info").inner_text()
     page.screenshot(path=screenshots / "docs.png")
+
+
+def test_the_keyboard_alone_reaches_a_panel(page: Any, served: str) -> None:
+    sign_in(page, served)
+    page.goto(f"{served}/ui/collections/survey/overview")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to the content"
+    page.keyboard.press("Enter")
+    for _ in range(30):  # from the content, Tab reaches the panel tabs
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.textContent") == "Frequencies":
+            break
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{served}/ui/collections/survey/frequencies")
+    page.wait_for_selector("#frequency-chart[data-drawn='4']")
