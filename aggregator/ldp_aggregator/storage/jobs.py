@@ -163,3 +163,14 @@ def read_job(connection: Connection, job_id: str) -> JobRow | None:
         created_unix=int(row.created_unix),
         updated_unix=int(row.updated_unix),
     )
+
+
+def list_jobs(connection: Connection, collection_id: int) -> list[JobRow]:
+    """The collection's jobs of every kind, newest first (for the dashboard)."""
+    ids = connection.execute(
+        select(jobs.c.id)
+        .where(jobs.c.collection_id == collection_id)
+        .order_by(jobs.c.created_unix.desc(), jobs.c.id)
+    ).scalars()
+    found = (read_job(connection, str(job_id)) for job_id in list(ids))
+    return [row for row in found if row is not None]
