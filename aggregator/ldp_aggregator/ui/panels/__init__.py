@@ -4,7 +4,15 @@ one entry here (see :mod:`ldp_aggregator.ui.panel`)."""
 from __future__ import annotations
 
 from ldp_aggregator.ui.panel import Panel
-from ldp_aggregator.ui.panels import days, frequencies, itemsets, jobs, naive_bayes, overview
+from ldp_aggregator.ui.panels import (
+    days,
+    frequencies,
+    itemsets,
+    jobs,
+    naive_bayes,
+    overview,
+    training,
+)
 
 PANELS: tuple[Panel, ...] = (
     overview.PANEL,
@@ -12,5 +20,6 @@ PANELS: tuple[Panel, ...] = (
     frequencies.PANEL,
     naive_bayes.PANEL,
     itemsets.PANEL,
+    training.PANEL,
     jobs.PANEL,
 )

@@ -19,7 +19,7 @@ from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView
 
 ACTIVE = ("queued", "running")
 
-RESULT_PANEL = {ITEMSETS: "itemsets"}
+RESULT_PANEL = {ITEMSETS: "itemsets", TRAINING: "training"}
 """Where the result of each kind of job is shown (kind to panel slug)."""
 
 
