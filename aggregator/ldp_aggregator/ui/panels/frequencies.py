@@ -14,6 +14,12 @@ from ldp_shared.wire import FrequencyResult
 
 CONFIDENCE = 0.95
 
+INTERVALS = {
+    "score": "a score interval: every frequency the counts are consistent with, with the"
+    " variance taken at that frequency and a continuity correction",
+    "normal": "a normal interval around the estimate with its plug-in standard error",
+}
+
 METHODS = {
     "none": "Raw (unbiased)",
     "norm-sub": "Norm-Sub",
@@ -51,7 +57,7 @@ def _shown(result: FrequencyResult) -> dict[str, Any]:
     if raw:
         caption = (
             f"Shown: the raw unbiased estimate, with its {CONFIDENCE:.0%} confidence"
-            " interval as error bars."
+            f" interval as error bars ({INTERVALS[result.interval]})."
         )
     else:
         caption = (
