@@ -125,3 +125,18 @@ def test_refusals() -> None:
         CellProtocol(3, 2, 1.0, bits=13)
     with pytest.raises(ConfigurationError):
         CellProtocol(3, 2, math.inf)
+
+
+def test_noise_widens_the_ball_to_the_whole_table() -> None:
+    # at ε = 0.1 no ball of 2,000 reports holds SNR standard errors of its population:
+    # every query then gets the whole table, i.e. the estimated class totals
+    z, y, q = data(2_000)
+    proto = CellProtocol(3, 3, 0.1, tables=1, bits=6)
+    counts = proto.empty_counts()
+    proto.accumulate(counts, *proto.report(z, y, seeded_rng(3)))
+    whole = proto.scores(counts, q, radius=6).scores
+    near = proto.scores(counts, q, k=1)
+    population = whole.sum(axis=1, keepdims=True)
+    assert np.allclose(near.scores, whole / np.maximum(population, 1.0))
+    assert (near.predicted == np.argmax(whole[0])).all()
+    assert not np.allclose(proto.scores(counts, q, k=1, snr=0.0).scores, near.scores)
