@@ -8,6 +8,8 @@ Two protocols were built and measured (``bench/knn.py``, ``docs/knn.md``):
 * :mod:`.perturbed`: each device reports its features by the sampled Piecewise/Hybrid
   mechanism and its class by GRR; neighbours are found in the perturbed space.
 
+:mod:`.collection` maps the cell protocol onto a label collection with the ``sample``
+budget (the SDK's privatizer and the aggregator's statistics, unchanged);
 :mod:`.space` scales records and query points; :mod:`.scores` holds the class scores,
 their standard errors and the variance of a debiased sum of counters.
 """

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -94,6 +94,8 @@ class CellProtocol:
     """Public: draws the hyperplanes (part of the model's configuration)."""
     noiseless: bool = False
     """Test only: report the joint value unperturbed."""
+    mechanism: Literal["auto", "grr", "oue"] = "auto"
+    """The oracle; ``auto`` for Wang et al.'s rule (a label collection reports by OUE)."""
     normals: FloatArray = field(init=False, repr=False, compare=False)
     thresholds: FloatArray = field(init=False, repr=False, compare=False)
     oracle: Oracle = field(init=False)
@@ -115,7 +117,11 @@ class CellProtocol:
             oracle: Oracle = "exact"
             p, q = 1.0, 0.0
         else:
-            oracle = choose_oracle(self.domain, self.epsilon)
+            oracle = (
+                choose_oracle(self.domain, self.epsilon)
+                if self.mechanism == "auto"
+                else self.mechanism
+            )
             mech = self._mechanism(oracle)
             p, q = mech.p, mech.q
         object.__setattr__(self, "oracle", oracle)
