@@ -8,16 +8,16 @@ Two protocols were built and measured (``bench/knn.py``, ``docs/knn.md``):
 * :mod:`.perturbed`: each device reports its features by the sampled Piecewise/Hybrid
   mechanism and its class by GRR; neighbours are found in the perturbed space.
 
-:mod:`.collection` maps the cell protocol onto a label collection with the ``sample``
-budget (the SDK's privatizer and the aggregator's statistics, unchanged);
-:mod:`.space` scales records and query points; :mod:`.scores` holds the class scores,
+:mod:`.collection` runs the cell protocol over a kNN collection (a label collection
+with the ``sample`` budget whose public part is :mod:`ldp_shared.knn_cells`);
+:mod:`ldp_shared.knn_space` scales records and query points; :mod:`.scores` holds the class scores,
 their standard errors and the variance of a debiased sum of counters.
 """
 
 from ldp_shared.analyses.knn.cells import CellCounts, CellProtocol
 from ldp_shared.analyses.knn.perturbed import CoordinateProtocol, StoredReports
 from ldp_shared.analyses.knn.scores import ClassScores, choose_oracle, set_sum_variance
-from ldp_shared.analyses.knn.space import Feature, FeatureSpace, categorical, numeric
+from ldp_shared.knn_space import Feature, FeatureSpace, categorical, numeric
 
 __all__ = [
     "CellCounts",

@@ -1,8 +1,8 @@
 """Candidate (b): joint (cell, class) counts through a frequency oracle (the winner).
 
 A kernel-density classifier over locality-sensitive cells. The standardised feature
-space (``z``, :mod:`.space`) is cut by ``T`` public tables of ``b`` random hyperplanes
-each (Charikar, "Similarity Estimation Techniques from Rounding Algorithms", STOC 2002:
+space (``z``, :mod:`ldp_shared.knn_space`) is cut by ``T`` public tables of ``b`` random
+hyperplanes each (Charikar, "Similarity Estimation Techniques from Rounding Algorithms", STOC 2002:
 sign random projections; here every hyperplane passes through a point drawn from the
 standard normal of ``R^m``, so the cells are bounded regions where the standardised data
 lie, and not cones through the origin). Hyperplane ``i`` of table ``τ`` has a standard normal normal
@@ -68,12 +68,11 @@ from ldp_shared.analyses.knn.scores import (
 )
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
 from ldp_shared.kernel import FloatArray
+from ldp_shared.knn_cells import MAX_BITS, cell_codes, hyperplanes
 from ldp_shared.mechanisms.grr import GeneralizedRandomizedResponse
 from ldp_shared.mechanisms.unary import OptimizedUnaryEncoding
-from ldp_shared.rand import resolve_rng, seeded_rng
+from ldp_shared.rand import resolve_rng
 
-MAX_BITS = 12
-"""``2^b·k`` counters per table: at most 4,096 cells."""
 SNR = 2.0
 """With ``k``, a ball must also hold at least ``SNR`` standard errors of its own estimated
 population (chosen among 0, 1, 2, 3, 5 on a validation split of adult.data, never on
@@ -108,11 +107,9 @@ class CellProtocol:
             if isinstance(value, bool) or int(value) != value or not low <= value <= high:
                 raise ConfigurationError(f"{name} must be an integer in {low} … {high}")
         check_budget(self.epsilon)
-        gen = seeded_rng(self.seed)
-        normals = gen.standard_normal((self.tables, self.bits, self.dimension))
-        points = gen.standard_normal((self.tables, self.bits, self.dimension))
+        normals, thresholds = hyperplanes(self.dimension, self.tables, self.bits, self.seed)
         object.__setattr__(self, "normals", normals)
-        object.__setattr__(self, "thresholds", np.einsum("tbd,tbd->tb", normals, points))
+        object.__setattr__(self, "thresholds", thresholds)
         if self.noiseless:
             oracle: Oracle = "exact"
             p, q = 1.0, 0.0
@@ -151,10 +148,7 @@ class CellProtocol:
 
     def codes(self, t: FloatArray) -> NDArray[np.int64]:
         """``n × T`` cell codes of standardised points."""
-        above = np.einsum("nd,tbd->ntb", t, self.normals) >= self.thresholds[None]
-        weights = np.left_shift(1, np.arange(self.bits, dtype=np.int64))
-        out: NDArray[np.int64] = (above.astype(np.int64) * weights).sum(axis=2)
-        return out
+        return cell_codes(self.normals, self.thresholds, t)
 
     # ---- device ---------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """Candidate (a): per-coordinate perturbation, neighbours found in the perturbed space.
 
 Each device sends ONE report of two parts, both from the scaled record
-``t ∈ [−1, 1]^m`` (:mod:`.space`) and its class ``c``:
+``t ∈ [−1, 1]^m`` (:mod:`ldp_shared.knn_space`) and its class ``c``:
 
 * the features by the Piecewise (or Hybrid) mechanism with dimension sampling, at
   ``ε_x = (1 − label_share)·ε`` (:mod:`ldp_shared.mechanisms.gradient_sampling`: Wang,

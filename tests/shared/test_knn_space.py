@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from ldp_shared.analyses.knn import FeatureSpace, categorical, numeric
 from ldp_shared.errors import ConfigurationError, InvalidQueryError, InvalidRecordError
+from ldp_shared.knn_space import FeatureSpace, categorical, numeric
 
 SPACE = FeatureSpace.of([numeric("age", 20, 60), categorical("colour", 3), categorical("one", 1)])
 
