@@ -29,6 +29,7 @@ PACKAGE = ROOT / "client" / "ldp_client"
 PAIRS = [
     (PACKAGE / "async_client.py", PACKAGE / "client.py"),
     (PACKAGE / "itemset_methods_async.py", PACKAGE / "itemset_methods.py"),
+    (PACKAGE / "knn_methods_async.py", PACKAGE / "knn_methods.py"),
 ]
 """(asynchronous source, generated synchronous module)."""
 
@@ -53,6 +54,8 @@ SUBSTITUTIONS: list[tuple[str, str]] = [
     (r"\bAsyncLDPClient\b", "LDPClient"),
     (r"\bAsyncItemsetMethods\b", "ItemsetMethods"),
     (r"\bitemset_methods_async\b", "itemset_methods"),
+    (r"\bAsyncKnnMethods\b", "KnnMethods"),
+    (r"\bknn_methods_async\b", "knn_methods"),
     (r"\bAsyncBaseTransport\b", "BaseTransport"),
     (r"\bAsyncClient\b", "Client"),
     (r"\baclose\b", "close"),
