@@ -15,6 +15,7 @@ device. The estimator is :mod:`ldp_shared.analyses.knn.cells`.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,6 @@ from ldp_shared.errors import InvalidRecordError
 from ldp_shared.identifiers import AttributeName, DomainValue
 from ldp_shared.kernel import FloatArray
 from ldp_shared.knn_space import Feature, FeatureSpace, categorical, numeric
-from ldp_shared.rand import seeded_rng
 
 if TYPE_CHECKING:
     from ldp_shared.schema import CollectionSpec
@@ -109,13 +109,38 @@ def cell_attribute(table: int) -> str:
     return f"cell_{table}"
 
 
+def public_normals(seed: int, size: int) -> FloatArray:
+    """``size`` standard normal numbers that depend on ``seed`` alone, on every machine.
+
+    A device and the aggregator must draw the same hyperplanes whatever their numpy
+    version (numpy does not promise its generators' streams across versions), so the
+    uniforms come from SHA-256 in counter mode (53 bits each, in ``(0, 1)``) and become
+    normals by the Box-Muller transform.
+    """
+    pairs = (size + 1) // 2
+    words = bytearray()
+    counter = 0
+    while len(words) < 16 * pairs:
+        words += hashlib.sha256(f"ldpcollect-knn:{seed}:{counter}".encode()).digest()
+        counter += 1
+    raw = np.frombuffer(bytes(words[: 16 * pairs]), dtype=">u8").astype(np.uint64) >> 11
+    u = (raw.astype(np.float64) + 0.5) / 2.0**53
+    radius = np.sqrt(-2.0 * np.log(u[0::2]))
+    angle = 2.0 * np.pi * u[1::2]
+    # interleaved, so that a longer draw extends a shorter one
+    pairs_out = np.column_stack([radius * np.cos(angle), radius * np.sin(angle)])
+    out: FloatArray = pairs_out.reshape(-1)[:size]
+    return out
+
+
 @lru_cache(maxsize=64)
 def hyperplanes(dimension: int, tables: int, bits: int, seed: int) -> tuple[FloatArray, FloatArray]:
     """``T × b × m`` standard normal normals, and the thresholds ``a·z`` of their planes
-    through standard normal points ``z`` (read-only; the same on every machine)."""
-    gen = seeded_rng(seed)
-    normals = gen.standard_normal((tables, bits, dimension))
-    points = gen.standard_normal((tables, bits, dimension))
+    through standard normal points ``z`` (read-only; :func:`public_normals`)."""
+    shape = (tables, bits, dimension)
+    draws = public_normals(seed, 2 * tables * bits * dimension)
+    normals = draws[: draws.size // 2].reshape(shape)
+    points = draws[draws.size // 2 :].reshape(shape)
     thresholds = np.einsum("tbd,tbd->tb", normals, points)
     normals.setflags(write=False)
     thresholds.setflags(write=False)
