@@ -73,6 +73,8 @@ from ldp_shared.mechanisms.grr import GeneralizedRandomizedResponse
 from ldp_shared.mechanisms.unary import OptimizedUnaryEncoding
 from ldp_shared.rand import resolve_rng
 
+QUERY_BLOCK = 1 << 22
+"""Query points × joint values gathered at once (bounds a query's working memory)."""
 SNR = 2.0
 """With ``k``, a ball must also hold at least ``SNR`` standard errors of its own estimated
 population (chosen among 0, 1, 2, 3, 5 on a validation split of adult.data, never on
@@ -218,6 +220,16 @@ class CellProtocol:
         live = np.flatnonzero(counts.reports > 0)
         if live.size == 0:
             raise InvalidQueryError("no reports to classify from")
+        block = max(1, QUERY_BLOCK // self.domain)
+        if queries.shape[0] > block:
+            parts = [
+                self.scores(counts, queries[s : s + block], k=k, radius=radius, snr=snr)
+                for s in range(0, queries.shape[0], block)
+            ]
+            return ClassScores(
+                scores=np.concatenate([part.scores for part in parts]),
+                stderr=np.concatenate([part.stderr for part in parts]),
+            )
         n = float(counts.reports.sum())
         est = self.cell_counts(counts)
         codes = self.codes(queries)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from ldp_shared.analyses.knn import CellProtocol, choose_oracle
+from ldp_shared.analyses.knn import cells as cells_module
 from ldp_shared.errors import ConfigurationError, InvalidQueryError, InvalidRecordError
 from ldp_shared.rand import seeded_rng
 
@@ -140,3 +141,15 @@ def test_noise_widens_the_ball_to_the_whole_table() -> None:
     assert np.allclose(near.scores, whole / np.maximum(population, 1.0))
     assert (near.predicted == np.argmax(whole[0])).all()
     assert not np.allclose(proto.scores(counts, q, k=1, snr=0.0).scores, near.scores)
+
+
+def test_large_batches_are_answered_in_blocks_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    z, y, q = data()
+    proto = CellProtocol(3, 3, 2.0, tables=2, bits=4)
+    counts = proto.empty_counts()
+    proto.accumulate(counts, *proto.report(z, y, seeded_rng(6)))
+    whole = proto.scores(counts, q, k=10)
+    monkeypatch.setattr(cells_module, "QUERY_BLOCK", 7 * proto.domain)
+    blocked = proto.scores(counts, q, k=10)
+    assert np.array_equal(whole.scores, blocked.scores)
+    assert np.array_equal(whole.stderr, blocked.stderr)
