@@ -137,7 +137,8 @@ class FeatureSpace:
         cat = self.is_categorical
         if cat.any():
             c = x[:, cat]
-            if (c != np.round(c)).any() or (c < 0).any() or (c > self.hi[cat]).any():
+            top = np.array([f.categories - 1 for f in self.features if f.categories])
+            if (c != np.round(c)).any() or (c < 0).any() or (c > top).any():
                 names = [f.name for f in self.features if f.categories]
                 raise error(f"categorical coordinates ({', '.join(names)}) must be value indices")
         return x

@@ -29,6 +29,7 @@ def test_records_are_clipped_queries_refused() -> None:
     [
         [[30, 1]],
         [[30, 1, 0, 0]],
+        [[30, 1, 1]],
         [[math.nan, 1, 0]],
         [[30, math.inf, 0]],
         [[30, 1.5, 0]],
