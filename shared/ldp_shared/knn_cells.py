@@ -165,9 +165,9 @@ def device_columns(
     shape, NaN or a bad category).
     """
     space = cells.space
-    if len(classes) != len(np.atleast_2d(np.asarray(points, dtype=object))):
-        raise InvalidRecordError("give one class per point")
     z = space.standardise(space.scale_records(points))
+    if len(classes) != z.shape[0]:
+        raise InvalidRecordError(f"give one class per point: {z.shape[0]} points")
     codes = cell_codes(*hyperplanes(space.dimension, cells.tables, cells.bits, cells.seed), z)
     columns = {cell_attribute(t): [str(int(h)) for h in codes[:, t]] for t in range(cells.tables)}
     columns[label] = list(classes)
