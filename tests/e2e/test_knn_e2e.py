@@ -1,7 +1,8 @@
 """kNN end to end on breast cancer: SDK → HTTP → aggregator (SQLite) → classification.
 
-The data is scikit-learn's bundled copy of UCI WDBC (``sklearn.datasets.
-load_breast_cancer``; scikit-learn is a test dependency), split 70/30 with a fixed seed.
+The data is the repository's bundled UCI Breast Cancer Wisconsin (Diagnostic)
+(``ldp_simulation.datasets.load_breast_cancer``, see its LICENSE.md), split 70/30 with a
+fixed seed.
 The analyst creates a kNN collection over the 30 features: public bounds (the training
 range widened by 10% each side) and public centre and scale (the training mean and
 standard deviation). Devices report the training split, replicated, through the SDK's
@@ -19,7 +20,6 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from sklearn.datasets import load_breast_cancer
 
 from ldp_aggregator.app import create_app
 from ldp_aggregator.settings import Settings
@@ -27,6 +27,7 @@ from ldp_client import AsyncLDPClient
 from ldp_shared.analyses.knn.collection import collection_spec
 from ldp_shared.knn_cells import KnnCells
 from ldp_shared.rand import seeded_rng
+from ldp_simulation.datasets import load_breast_cancer
 
 pytestmark = pytest.mark.e2e
 
@@ -38,7 +39,9 @@ CLASSES = ["malignant", "benign"]
 
 
 def split() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    x, y = load_breast_cancer(return_X_y=True)
+    data = load_breast_cancer()
+    x = np.array(data.values, dtype=np.float64)
+    y = np.array([CLASSES.index(label) for label in data.labels])
     order = seeded_rng(2024).permutation(len(y))
     cut = int(0.7 * len(y))
     return x[order[:cut]], y[order[:cut]], x[order[cut:]], y[order[cut:]]
