@@ -31,6 +31,7 @@ PAIRS = [
     (PACKAGE / "async_client.py", PACKAGE / "client.py"),
     (PACKAGE / "itemset_methods_async.py", PACKAGE / "itemset_methods.py"),
     (PACKAGE / "training_methods_async.py", PACKAGE / "training_methods.py"),
+    (PACKAGE / "knn_methods_async.py", PACKAGE / "knn_methods.py"),
 ]
 """(asynchronous source, generated synchronous module)."""
 
@@ -57,6 +58,8 @@ SUBSTITUTIONS: list[tuple[str, str]] = [
     (r"\bitemset_methods_async\b", "itemset_methods"),
     (r"\bAsyncTrainingMethods\b", "TrainingMethods"),
     (r"\btraining_methods_async\b", "training_methods"),
+    (r"\bAsyncKnnMethods\b", "KnnMethods"),
+    (r"\bknn_methods_async\b", "knn_methods"),
     (r"\bAsyncBaseTransport\b", "BaseTransport"),
     (r"\bAsyncClient\b", "Client"),
     (r"\baclose\b", "close"),

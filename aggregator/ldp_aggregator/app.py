@@ -16,6 +16,7 @@ from ldp_aggregator.problems import install_problem_handlers
 from ldp_aggregator.rate_limits import UploadLimits
 from ldp_aggregator.routes import analyses, collections, health, models, reports
 from ldp_aggregator.routes import itemsets as itemset_routes
+from ldp_aggregator.routes import knn as knn_routes
 from ldp_aggregator.routes import training as training_routes
 from ldp_aggregator.settings import Settings
 from ldp_aggregator.storage.collections import CollectionCache
@@ -88,6 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(itemset_routes.router)
     app.include_router(models.router)
     app.include_router(training_routes.router)
+    app.include_router(knn_routes.router)
     install_dashboard(app)
     app.add_middleware(BodySizeLimitMiddleware, max_body_bytes=kept.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)

@@ -23,6 +23,7 @@ from ldp_client import batching, configs, naive_bayes, protocol
 from ldp_client.batching import DEFAULT_BATCH_SIZE, BatchPlan, SubmitSummary
 from ldp_client.device import Device, LedgerArgument
 from ldp_client.itemset_methods import ItemsetMethods
+from ldp_client.knn_methods import KnnMethods
 from ldp_client.ledger import Ledger
 from ldp_client.policy import DevicePolicy
 from ldp_client.protocol import ApiCall, Outcome, PostProcess, Success
@@ -49,7 +50,7 @@ __all__ = ["LDPClient"]
 T = TypeVar("T")
 
 
-class LDPClient(ItemsetMethods, TrainingMethods):
+class LDPClient(ItemsetMethods, TrainingMethods, KnnMethods):
     """Talks to one aggregator over HTTP; every method that does I/O is synchronous.
 
     Use it as a context manager (``with``) or call :meth:`close` when done.

@@ -28,6 +28,7 @@ from ldp_shared.identifiers import (
     CollectionName,
     DomainValue,
 )
+from ldp_shared.knn_cells import KnnCells
 from ldp_shared.mechanisms.base import AttributeSpec
 
 __all__ = [
@@ -89,6 +90,12 @@ class CollectionSpec(_Frozen):
         ),
     )
 
+    knn: KnnCells | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="the features and public hyperplanes of a kNN collection (knn_cells.py)",
+    )
+
     @property
     def features(self) -> list[AttributeSpec]:
         """The attributes reported jointly with the label (empty without a label)."""
@@ -107,6 +114,8 @@ class CollectionSpec(_Frozen):
         if len(set(names)) != len(names):
             raise ValueError("attribute names must be unique")
         self._check_label()
+        if self.knn is not None:
+            self.knn.check_collection(self)
         if self.budget == "sample":
             weighted = [a.name for a in self.attributes if a.takes_budget and a.weight != 1.0]
             if weighted:

@@ -92,6 +92,15 @@ def report_dicts(
     ]
 
 
+def problem(response: Any, status: int, slug: str) -> str:
+    """The detail of a problem document with ``status`` and type ``slug``."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    body = response.json()
+    assert body["type"] == f"https://ldpcollect.dev/problems/{slug}"
+    return str(body["detail"])
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """What a collection holds: n_reports, stored rows and the sums."""

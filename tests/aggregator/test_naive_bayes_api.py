@@ -22,7 +22,7 @@ from ldp_shared.rand import seeded_rng
 from ldp_shared.wire import CategoricalNBExport, NaiveBayesModel, NaiveBayesPredictions
 from ldp_simulation.datasets import load_car
 
-from .conftest import ADMIN, ANALYST, TestClient, report_dicts
+from .conftest import ADMIN, ANALYST, TestClient, problem, report_dicts
 
 CAR = load_car()
 FEATURES = [name for name in CAR.domains if name != "class"]
@@ -60,14 +60,6 @@ def upload(client: TestClient, config: CollectionConfig, records: list[dict[str,
 def stored_models(engine: Engine) -> int:
     with engine.connect() as connection:
         return int(connection.execute(select(func.count()).select_from(models)).scalar_one())
-
-
-def problem(response: Any, status: int, slug: str) -> str:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/problem+json")
-    body = response.json()
-    assert body["type"] == f"https://ldpcollect.dev/problems/{slug}"
-    return str(body["detail"])
 
 
 @pytest.fixture

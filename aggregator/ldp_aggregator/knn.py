@@ -1,0 +1,31 @@
+"""kNN classification of the analyst's query points from a kNN collection's statistics.
+
+The mathematics is :mod:`ldp_shared.analyses.knn.collection` (the cell protocol over a
+label collection with the ``sample`` budget). A query reads the statistics only
+(``T·2^b·k`` counters, never the reports); the query points are classified in memory and
+never stored or logged.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine
+
+from ldp_aggregator.release import current_stats
+from ldp_aggregator.storage.collections import StoredCollection
+from ldp_shared.analyses.knn.collection import classify, protocol_of
+from ldp_shared.knn_wire import KnnClassification, KnnQuery
+
+
+def classify_points(
+    engine: Engine, collection: StoredCollection, query: KnnQuery
+) -> KnnClassification:
+    """Predicted classes, debiased class scores and standard errors of the query points.
+
+    :class:`~ldp_shared.errors.InvalidQueryError` for a collection that is not a kNN one,
+    a point of the wrong dimension, with NaN or outside the bounds, or ``k <= 0``;
+    :class:`~ldp_shared.errors.InsufficientReportsError` below the release minimum.
+    """
+    config = collection.config
+    protocol_of(config)  # refuse another kind of collection before reading anything
+    stats = current_stats(engine, collection)
+    return classify(config, stats.n_reports, stats.sums, query)

@@ -1,0 +1,59 @@
+"""The kNN feature space: scaling, standardisation and refused query points."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ldp_shared.errors import ConfigurationError, InvalidQueryError, InvalidRecordError
+from ldp_shared.knn_space import FeatureSpace, categorical, numeric
+
+SPACE = FeatureSpace.of([numeric("age", 20, 60), categorical("colour", 3), categorical("one", 1)])
+
+
+def test_scaled_to_the_cube() -> None:
+    t = SPACE.scale_queries([[20, 0, 0], [60, 2, 0], [40, 1, 0]])
+    assert t.tolist() == [[-1, -1, 0], [1, 1, 0], [0, 0, 0]]
+
+
+def test_records_are_clipped_queries_refused() -> None:
+    assert SPACE.scale_records([[80, 1, 0]])[0, 0] == 1.0
+    with pytest.raises(InvalidQueryError, match="outside"):
+        SPACE.scale_queries([[80, 1, 0]])
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [[30, 1]],
+        [[30, 1, 0, 0]],
+        [[30, 1, 1]],
+        [[math.nan, 1, 0]],
+        [[30, math.inf, 0]],
+        [[30, 1.5, 0]],
+        [[30, 3, 0]],
+    ],
+)
+def test_bad_query_points(bad: list[list[float]]) -> None:
+    with pytest.raises(InvalidQueryError):
+        SPACE.scale_queries(bad)
+    with pytest.raises(InvalidRecordError):
+        SPACE.scale_records(bad)
+
+
+def test_default_standardisation_is_the_identity_and_public_one_applies() -> None:
+    t = SPACE.scale_queries([[25, 2, 0]])
+    assert np.allclose(SPACE.standardise(t), t)
+    space = FeatureSpace.of([numeric("age", 20, 60, centre=30, spread=5)])
+    assert space.standardise(space.scale_queries([[40]])).tolist() == [[2.0]]
+
+
+def test_bad_features() -> None:
+    with pytest.raises(ConfigurationError):
+        numeric("x", 1, 1)
+    with pytest.raises(ConfigurationError):
+        numeric("x", 0, 1, spread=0.0)
+    with pytest.raises(ConfigurationError):
+        FeatureSpace.of([])
