@@ -287,28 +287,8 @@ class UnexpectedErrorMiddleware:
             await response(scope, receive, send)
 
 
-def _problem_media_types_only(app: FastAPI, build: Callable[[], dict[str, Any]]) -> None:
-    """Make ``app.openapi`` state error answers as ``application/problem+json`` only
-    (FastAPI also lists ``application/json`` for any response with a model)."""
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = build()
-            for operations in schema.get("paths", {}).values():
-                for operation in operations.values():
-                    for status, response in operation.get("responses", {}).items():
-                        content = response.get("content", {})
-                        if str(status)[0] in "45" and PROBLEM_MEDIA_TYPE in content:
-                            content.pop("application/json", None)
-            app.openapi_schema = schema
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
-
-
 def install_problem_handlers(app: FastAPI) -> None:
-    """Answer every error of ``app`` with a problem document (and say so in OpenAPI)."""
-    _problem_media_types_only(app, app.openapi)
+    """Answer every error of ``app`` with a problem document."""
     app.add_exception_handler(LDPError, _on_ldp_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_exception)
