@@ -37,6 +37,7 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from tests.engines import database_url
 
 from ldp_aggregator.app import create_app
 from ldp_aggregator.settings import Settings
@@ -89,7 +90,7 @@ def _fill(client: TestClient, n: int) -> None:
 @pytest.fixture
 def app(tmp_path: Path) -> Iterator[FastAPI]:
     settings_ = Settings(
-        database_url=f"sqlite:///{tmp_path / 'openapi.db'}",
+        database_url=database_url(tmp_path / "openapi.db"),
         admin_token=ADMIN_TOKEN,
         analyst_token=ANALYST_TOKEN,
         max_body_bytes=1_000_000,
