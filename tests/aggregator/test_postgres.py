@@ -16,7 +16,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from tests.engines import POSTGRES_URL, drop_schema, new_postgres_schema
 
 from ldp_aggregator.app import create_app
@@ -115,3 +115,16 @@ def test_the_api_on_postgres(pg_url: str) -> None:
         assert estimate.status_code == 200 and estimate.json()["n_reports"] == 40
         state = snapshot(state_of(client).engine, "survey")
         assert state.n_reports == state.rows == 40
+
+
+def test_every_session_plans_each_statement_for_its_values(pg: Engine) -> None:
+    """A generic plan kept for a prepared statement once made ingestion ten times slower
+    (see ``storage/engine.py``); the setting that prevents it survives the pool's resets."""
+    for _ in range(3):
+        with pg.connect() as connection:
+            shown = connection.execute(text("SHOW plan_cache_mode")).scalar_one()
+            assert shown == "force_custom_plan"
+            connection.rollback()
+    pg.dispose()
+    with pg.begin() as connection:
+        assert connection.execute(text("SHOW plan_cache_mode")).scalar_one() == "force_custom_plan"
