@@ -1,5 +1,5 @@
 """The data sets of ``bench/logistic.py``: UCI Adult and Wisconsin breast cancer, encoded
-by a :class:`~ldp_shared.analyses.logistic.layout.FeatureLayout`.
+by a :class:`~ldp_shared.learning.layout.FeatureLayout`.
 
 * **Adult** (``adult.data`` for training, ``adult.test`` held out): numeric age,
   education-num, capital-gain, capital-loss, hours-per-week; categorical workclass,
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 import naive_bayes
-from ldp_shared.analyses.logistic.layout import (
+from ldp_shared.learning.layout import (
     CategoricalFeature,
     FeatureLayout,
     NumericFeature,

@@ -34,9 +34,9 @@ from sklearn.metrics import roc_auc_score
 
 from _common import DATA_DIR, base_parser, emit, log, start_marker
 from _logistic_data import Dataset, Split, load_adult, load_breast_cancer
-from ldp_shared.analyses.logistic import device
 from ldp_shared.analyses.logistic.planning import default_bound, plan_training
 from ldp_shared.analyses.logistic.training import TrainedModel, TrainingPlan, predict_proba, train
+from ldp_shared.learning import device
 from ldp_shared.mechanisms.gradient import gradient_randomizer
 from ldp_shared.rand import seeded_rng
 

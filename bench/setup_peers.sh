@@ -19,11 +19,12 @@ fi
 "$venv/bin/python" -m pip install --quiet -e "$root[client,aggregator]"
 # peers, pinned; pure-ldp imports scikit-learn, statsmodels and xxhash without declaring them;
 # mlxtend is the non-private itemset reference of bench/itemsets.py; diffprivlib and
-# opendp are the central-DP libraries bench/numeric_speed.py times per record
+# opendp are the central-DP libraries bench/numeric_speed.py times per record; pyreadr
+# reads the .rda data sets of bench/naive_bayes_repair.py (see bench/setup_nb_data.sh)
 "$venv/bin/python" -m pip install --quiet \
     "pure-ldp==1.2.0" "multi-freq-ldpy==0.2.5" \
     scikit-learn statsmodels "xxhash<4" "mlxtend>=0.23" \
-    "diffprivlib==0.6.6" "opendp==0.16.0"
+    "diffprivlib==0.6.6" "opendp==0.16.0" "pyreadr>=0.5"
 "$venv/bin/python" - <<'PY'
 import importlib.metadata as md
 for name in ("ldpcollect", "numpy", "pure-ldp", "multi-freq-ldpy", "mlxtend", "diffprivlib", "opendp"):

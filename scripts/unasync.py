@@ -1,9 +1,10 @@
 """Write the synchronous SDK client from the asynchronous one.
 
 The asynchronous modules of :data:`PAIRS` are the single source: ``async_client.py``
-(:class:`AsyncLDPClient`) and its itemset methods ``itemset_methods_async.py``
-(:class:`AsyncItemsetMethods`). This script derives ``client.py`` (:class:`LDPClient`)
-and ``itemset_methods.py`` (:class:`ItemsetMethods`) from them by applying the token
+(:class:`AsyncLDPClient`) and its mixins ``itemset_methods_async.py``
+(:class:`AsyncItemsetMethods`) and ``training_methods_async.py``
+(:class:`AsyncTrainingMethods`). This script derives ``client.py`` (:class:`LDPClient`),
+``itemset_methods.py`` and ``training_methods.py`` from them by applying the token
 substitutions of :data:`SUBSTITUTIONS` in order (``async def`` → ``def``, ``await x`` →
 ``x``, ``asyncio.sleep`` → ``time.sleep``, ...), after replacing the source's leading
 ``#`` comment block by a header saying the file is generated.
@@ -29,6 +30,7 @@ PACKAGE = ROOT / "client" / "ldp_client"
 PAIRS = [
     (PACKAGE / "async_client.py", PACKAGE / "client.py"),
     (PACKAGE / "itemset_methods_async.py", PACKAGE / "itemset_methods.py"),
+    (PACKAGE / "training_methods_async.py", PACKAGE / "training_methods.py"),
 ]
 """(asynchronous source, generated synchronous module)."""
 
@@ -53,6 +55,8 @@ SUBSTITUTIONS: list[tuple[str, str]] = [
     (r"\bAsyncLDPClient\b", "LDPClient"),
     (r"\bAsyncItemsetMethods\b", "ItemsetMethods"),
     (r"\bitemset_methods_async\b", "itemset_methods"),
+    (r"\bAsyncTrainingMethods\b", "TrainingMethods"),
+    (r"\btraining_methods_async\b", "training_methods"),
     (r"\bAsyncBaseTransport\b", "BaseTransport"),
     (r"\bAsyncClient\b", "Client"),
     (r"\baclose\b", "close"),

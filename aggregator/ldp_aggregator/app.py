@@ -17,10 +17,12 @@ from ldp_aggregator.problems import install_problem_handlers
 from ldp_aggregator.rate_limits import UploadLimits
 from ldp_aggregator.routes import analyses, collections, health, models, reports
 from ldp_aggregator.routes import itemsets as itemset_routes
+from ldp_aggregator.routes import training as training_routes
 from ldp_aggregator.settings import Settings
 from ldp_aggregator.storage.collections import CollectionCache
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import upgrade
+from ldp_aggregator.ui import install_dashboard
 
 DESCRIPTION = """\
 Collects perturbed reports under local differential privacy and releases honest
@@ -74,6 +76,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=_version(),
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served by install_dashboard from local files, not a CDN
+        redoc_url=None,  # ReDoc would load from a CDN: not served
     )
     app.state.ldp = state
     install_problem_handlers(app)
@@ -85,6 +89,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(analyses.router)
     app.include_router(itemset_routes.router)
     app.include_router(models.router)
+    app.include_router(training_routes.router)
+    install_dashboard(app)
     app.add_middleware(BodySizeLimitMiddleware, max_body_bytes=kept.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
     return app

@@ -188,6 +188,7 @@ def frequency_result(
         stderr=estimate.stderr.tolist(),
         ci_low=estimate.ci_low.tolist(),
         ci_high=estimate.ci_high.tolist(),
+        interval=estimate.interval,
         postprocessed=repaired,
         attribute_reports=carried,
         ibu=ibu,

@@ -27,6 +27,7 @@ from ldp_client.ledger import Ledger
 from ldp_client.policy import DevicePolicy
 from ldp_client.protocol import ApiCall, Outcome, PostProcess, Success
 from ldp_client.settings import Settings
+from ldp_client.training_methods_async import AsyncTrainingMethods
 from ldp_shared.codec import Columns, Record
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import PayloadTooLargeError
@@ -48,7 +49,7 @@ __all__ = ["AsyncLDPClient"]
 T = TypeVar("T")
 
 
-class AsyncLDPClient(AsyncItemsetMethods):
+class AsyncLDPClient(AsyncItemsetMethods, AsyncTrainingMethods):
     """Talks to one aggregator over HTTP; every method that does I/O is asynchronous.
 
     Use it as a context manager (``async with``) or call :meth:`aclose` when done.

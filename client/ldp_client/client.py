@@ -27,6 +27,7 @@ from ldp_client.ledger import Ledger
 from ldp_client.policy import DevicePolicy
 from ldp_client.protocol import ApiCall, Outcome, PostProcess, Success
 from ldp_client.settings import Settings
+from ldp_client.training_methods import TrainingMethods
 from ldp_shared.codec import Columns, Record
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import PayloadTooLargeError
@@ -48,7 +49,7 @@ __all__ = ["LDPClient"]
 T = TypeVar("T")
 
 
-class LDPClient(ItemsetMethods):
+class LDPClient(ItemsetMethods, TrainingMethods):
     """Talks to one aggregator over HTTP; every method that does I/O is synchronous.
 
     Use it as a context manager (``with``) or call :meth:`close` when done.

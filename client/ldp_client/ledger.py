@@ -14,6 +14,9 @@ One SQLite file (stdlib :mod:`sqlite3`) that the device owner chooses. It holds
   all of them): a memoising ledger is then as sensitive as the records. Pass
   ``memo_key`` (kept elsewhere, e.g. in the OS keystore) and the file alone reveals
   nothing of the records.
+* ``participations``: one row per training job the device took part in (its collection
+  and job id, the ε and δ of its one report), written before the report can be sent; the
+  primary key refuses a second participation in the same job.
 * ``ledger_meta``: the format version and the default HMAC secret.
 
 Why SQLite: a transaction opened with ``BEGIN IMMEDIATE`` takes the file's write lock
@@ -40,13 +43,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Self
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.errors import ConfigurationError
+from ldp_shared.errors import AlreadyParticipatedError, ConfigurationError
 
 if TYPE_CHECKING:
     from ldp_client.policy import DevicePolicy
@@ -72,6 +75,14 @@ CREATE TABLE IF NOT EXISTS spending (
 );
 CREATE INDEX IF NOT EXISTS spending_by_config ON spending (config_hash);
 CREATE INDEX IF NOT EXISTS spending_by_collection ON spending (collection);
+CREATE TABLE IF NOT EXISTS participations (
+    collection TEXT NOT NULL,
+    job TEXT NOT NULL,
+    epsilon REAL NOT NULL CHECK (epsilon >= 0),
+    delta REAL NOT NULL CHECK (delta >= 0),
+    made_at TEXT NOT NULL,
+    PRIMARY KEY (collection, job)
+);
 CREATE TABLE IF NOT EXISTS memo (
     config_hash TEXT NOT NULL,
     record_key BLOB NOT NULL,
@@ -237,10 +248,38 @@ class Ledger:
                     charged,
                     config.epsilon,
                     charged * config.epsilon,
-                    datetime.now(UTC).isoformat(timespec="seconds"),
+                    _now(),
                 ),
             )
         return rows
+
+    def reserve_participation(
+        self, collection: str, job: str, epsilon: float, delta: float
+    ) -> None:
+        """Charge the one report of a training job before it can be sent, or raise
+        :class:`AlreadyParticipatedError` (nothing charged) if this device took part in
+        that job before."""
+        with self._write() as db:
+            try:
+                db.execute(
+                    "INSERT INTO participations (collection, job, epsilon, delta, made_at)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (collection, job, epsilon, delta, _now()),
+                )
+            except sqlite3.IntegrityError:
+                raise AlreadyParticipatedError(
+                    f"this device took part in training job {job!r} of collection"
+                    f" {collection!r} already (its ledger says so); a job takes one report"
+                    " per device"
+                ) from None
+
+    def participated(self, collection: str, job: str) -> bool:
+        """Whether the ledger charged a report of this training job."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT 1 FROM participations WHERE collection = ? AND job = ?", (collection, job)
+            ).fetchone()
+        return row is not None
 
     @staticmethod
     def _reports_made(db: sqlite3.Connection, config_hash: str) -> int:
@@ -283,17 +322,21 @@ class Ledger:
     def spending(self, collection: str | None = None) -> Spending:
         """What was charged for the collection named ``collection`` (all of them: ``None``).
 
-        Summed over every config hash the name had; the device's total when ``None``.
+        Summed over every config hash the name had, and over its training jobs (one
+        charged report each); the device's total when ``None``.
         """
-        query = "SELECT COALESCE(SUM(reports), 0), COALESCE(SUM(charged), 0),"
-        query += " COALESCE(SUM(epsilon), 0.0) FROM spending"
-        params: tuple[Any, ...] = ()
-        if collection is not None:
-            query += " WHERE collection = ?"
-            params = (collection,)
+        where, params = ("", ()) if collection is None else (" WHERE collection = ?", (collection,))
+        reports_query = "SELECT COALESCE(SUM(reports), 0), COALESCE(SUM(charged), 0),"
+        reports_query += " COALESCE(SUM(epsilon), 0.0) FROM spending" + where
+        jobs_query = "SELECT COUNT(*), COALESCE(SUM(epsilon), 0.0) FROM participations" + where
         with self._lock:
-            reports, charged, epsilon = self._db.execute(query, params).fetchone()
-        return Spending(reports=int(reports), charged=int(charged), epsilon=float(epsilon))
+            reports, charged, epsilon = self._db.execute(reports_query, params).fetchone()
+            jobs, jobs_epsilon = self._db.execute(jobs_query, params).fetchone()
+        return Spending(
+            reports=int(reports) + int(jobs),
+            charged=int(charged) + int(jobs),
+            epsilon=float(epsilon) + float(jobs_epsilon),
+        )
 
     def memoised(self, config_hash: str) -> int:
         """How many distinct records of the collection with this config hash are memoised."""
@@ -327,3 +370,7 @@ class Ledger:
             ).fetchall()
             problems.extend(f"config {row[0]}: more memoised records than charged" for row in over)
         return problems
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -80,6 +80,21 @@ class ConflictError(LDPError):
     title = "Resource already exists"
 
 
+class RoundClosedError(ConflictError):
+    """A training job's report arrived for a round that is no longer open."""
+
+    type_slug = "round-closed"
+    title = "Training round closed"
+
+
+class AlreadyParticipatedError(ConflictError):
+    """A device took part in a training job before (its ledger says so, or its
+    participation token was used)."""
+
+    type_slug = "already-participated"
+    title = "Already took part in this job"
+
+
 class InsufficientReportsError(LDPError):
     """The release policy forbids an estimate: too few reports so far."""
 
@@ -204,6 +219,8 @@ ALL_ERRORS: tuple[type[LDPError], ...] = (
     CollectionNotFoundError,
     ModelNotFoundError,
     ConflictError,
+    RoundClosedError,
+    AlreadyParticipatedError,
     InsufficientReportsError,
     AuthenticationError,
     PermissionDeniedError,

@@ -161,6 +161,14 @@ class FrequencyResult(_AttributeRelease):
     stderr: list[float]
     ci_low: list[float]
     ci_high: list[float]
+    interval: Literal["score", "normal"] = Field(
+        default="normal",
+        description=(
+            "how ci_low/ci_high were formed: 'score' keeps every f in [0, 1] that the test"
+            " |estimate − f| ≤ z·√Var(f) accepts (variance at f, Wilson-type; the"
+            " debiased-bit mechanisms and the label), 'normal' is estimate ± z·stderr"
+        ),
+    )
     postprocessed: list[float] | None = Field(
         default=None, description="the estimate after the requested post-processing"
     )
@@ -251,7 +259,7 @@ MAX_PREDICT_RECORDS = 10_000
 MODEL_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
 
 
-CountRepair = Literal["posterior-mean", "clamp"]
+CountRepair = Literal["posterior-mean", "clamp", "norm-sub"]
 """How a noisy joint count is made non-negative before smoothing
 (``ldp_shared.analyses.naive_bayes``)."""
 
@@ -269,7 +277,9 @@ class NaiveBayesTrainRequest(_Wire):
         default="posterior-mean",
         description=(
             "posterior-mean: E[N | N̂, N ≥ 0] under a flat prior and normal noise "
-            "(N̂ + σ·φ(N̂/σ)/Φ(N̂/σ)); clamp: max(N̂, 0)"
+            "(N̂ + σ·φ(N̂/σ)/Φ(N̂/σ)); clamp: max(N̂, 0); norm-sub: each class's row of"
+            " a feature's table made non-negative by a common shift so that it sums to the"
+            " class's count (Norm-Sub, Wang et al. NDSS 2020), the class counts to n"
         ),
     )
     confidence: float = Field(

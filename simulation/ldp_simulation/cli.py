@@ -30,6 +30,7 @@ from ldp_aggregator.cli import (
     run_server_command,
 )
 from ldp_shared.errors import AuthenticationError
+from ldp_shared.mechanisms.gradient import gradient_mechanism_names
 from ldp_simulation.fleet import frequency_demo_mechanisms
 from ldp_simulation.report_command import add_report_command, run_report
 
@@ -103,7 +104,71 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--json", action="store_true", help="print one JSON object instead of tables"
         )
+    _add_train_command(commands)
     return parser
+
+
+def _add_train_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    train = commands.add_parser(
+        "train",
+        help="a simulated fleet trains a logistic regression from perturbed gradients",
+        description="Create a training job on the bundled UCI breast-cancer data and let"
+        " DEVICES simulated devices (the training records, replicated) each send one"
+        " perturbed gradient or loss report; then score the released model on held-out"
+        " records. Without --url it starts its own aggregator on a temporary SQLite file.",
+    )
+    train.add_argument(
+        "--url", action="append", help="a running aggregator's base URL (repeat for replicas)"
+    )
+    train.add_argument("--admin-token", default=os.environ.get("LDPCOLLECT_ADMIN_TOKEN"))
+    train.add_argument("--analyst-token", default=os.environ.get("LDPCOLLECT_ANALYST_TOKEN"))
+    train.add_argument(
+        "--devices", type=_positive_int, default=10_000, help="devices (default 10,000)"
+    )
+    train.add_argument(
+        "--epsilon", type=_positive_float, default=4.0, help="ε per device (default 4)"
+    )
+    train.add_argument(
+        "--mechanism", choices=gradient_mechanism_names(), default="sampled-piecewise"
+    )
+    train.add_argument("--round-size", type=_positive_int, default=None, help="default: planned")
+    train.add_argument("--rounds", type=_positive_int, default=None, help="default: planned")
+    train.add_argument(
+        "--concurrency", type=_positive_int, default=16, help="devices at once (default 16)"
+    )
+    train.add_argument("--seed", type=int, default=None, help="seed the devices' noise")
+    train.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _train(args: argparse.Namespace) -> int:
+    from ldp_simulation.train_fleet import (
+        TrainOptions,
+        format_result,
+        run_training_demo,
+        simulate_training,
+    )
+
+    options = TrainOptions(
+        devices=args.devices,
+        epsilon=args.epsilon,
+        mechanism=args.mechanism,
+        round_size=args.round_size,
+        rounds=args.rounds,
+        concurrency=args.concurrency,
+        seed=args.seed,
+        progress=not args.json or sys.stderr.isatty(),
+    )
+    if args.url:
+        if not args.admin_token or not args.analyst_token:
+            raise AuthenticationError(
+                "train --url needs --admin-token and --analyst-token "
+                "(or LDPCOLLECT_ADMIN_TOKEN and LDPCOLLECT_ANALYST_TOKEN)"
+            )
+        result = simulate_training(args.url, args.admin_token, args.analyst_token, options)
+    else:
+        result = run_training_demo(options)
+    print(json.dumps(result.to_json()) if args.json else format_result(result))
+    return 0
 
 
 def _progress_bar(sent: int, total: int) -> None:
@@ -149,6 +214,8 @@ def _run(args: argparse.Namespace) -> int:
         return run_server_command(args)
     if args.command == "report":
         return run_report(args)
+    if args.command == "train":
+        return _train(args)
     return _demo(args)
 
 

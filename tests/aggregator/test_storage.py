@@ -107,7 +107,10 @@ def test_a_database_of_revision_0003_upgrades_and_answers_as_before(tmp_path: Pa
     """A database written before the mechanism registry (schema revision 0003, commit
     ddd5ef1: a split collection of SUE, GRR, OUE and MASK, and a label collection under
     the sample budget, 300 reports each) upgrades in place, and every frequency estimate
-    is the one that code released from it, to the last bit."""
+    is the one that code released from it, to the last bit (standard errors to 1e-12:
+    the label's variance is now summed in another order). The intervals are the score
+    intervals released since, which that code did not have: they must contain the
+    estimates that lie in [0, 1]."""
     path = tmp_path / "old.sqlite3"
     shutil.copy(DATA / "revision-0003.sqlite3", path)
     expected = json.loads((DATA / "revision-0003-frequencies.json").read_text())
@@ -119,5 +122,13 @@ def test_a_database_of_revision_0003_upgrades_and_answers_as_before(tmp_path: Pa
         collection = load_collection(engine, name)
         for attribute, released in attributes.items():
             answer = estimate_frequencies(engine, collection, attribute, 0.9)
-            assert json.loads(answer.model_dump_json()) == released, (name, attribute)
+            now = json.loads(answer.model_dump_json())
+            assert now.pop("interval") == "score"
+            low, high = np.array(now.pop("ci_low")), np.array(now.pop("ci_high"))
+            np.testing.assert_allclose(now.pop("stderr"), released.pop("stderr"), rtol=1e-12)
+            del released["ci_low"], released["ci_high"]
+            assert now == released, (name, attribute)
+            estimate = np.array(now["estimate"])
+            feasible = (estimate >= 0.0) & (estimate <= 1.0)
+            assert np.all((low <= estimate) & (estimate <= high) | ~feasible), (name, attribute)
     engine.dispose()

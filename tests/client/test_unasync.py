@@ -61,7 +61,7 @@ def test_the_generated_module_is_marked_and_has_no_async_left():
     assert generated.startswith("# GENERATED from async_client.py by `python scripts/unasync.py`")
     for token in ("async ", "await ", "asyncio", "AsyncLDPClient", "aclose", "__aenter__"):
         assert token not in generated, token
-    assert "class LDPClient(ItemsetMethods):" in generated
+    assert "class LDPClient(ItemsetMethods, TrainingMethods):" in generated
     assert "def close(self) -> None:" in generated
     methods = load_script().unasync(
         (PACKAGE / "itemset_methods_async.py").read_text(), "itemset_methods_async.py"
@@ -73,10 +73,11 @@ def test_the_generated_module_is_marked_and_has_no_async_left():
 
 
 def test_every_pair_is_checked():
-    """The script knows both generated modules, and each is in the package."""
+    """The script knows every generated module, and each is in the package."""
     pairs = load_script().PAIRS
     assert [(s.name, t.name) for s, t in pairs] == [
         ("async_client.py", "client.py"),
         ("itemset_methods_async.py", "itemset_methods.py"),
+        ("training_methods_async.py", "training_methods.py"),
     ]
     assert all(s.exists() and t.exists() for s, t in pairs)

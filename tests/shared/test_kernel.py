@@ -138,9 +138,22 @@ def test_estimate_frequencies_intervals() -> None:
     assert est.n == n and est.confidence == 0.9
     np.testing.assert_allclose(est.estimate, f_hat, rtol=1e-14)
     np.testing.assert_allclose(est.stderr, se, rtol=1e-14)
-    np.testing.assert_allclose(est.ci_low, f_hat - z * se, rtol=1e-12)
-    np.testing.assert_allclose(est.ci_high, f_hat + z * se, rtol=1e-12)
     np.testing.assert_allclose(est.counts, n * f_hat, rtol=1e-14)
+    # score interval: its ends inside [0, 1] are where |f̂ − f| − h = z·√Var(f) (variance
+    # at f, not at f̂; h = 1/(2n(p − q)) is half a report); f̂ < 0 is clipped at 0.
+    assert est.interval == "score"
+    h = 0.5 / (n * (p - q))
+    inside = est.ci_low > 0.0
+    assert inside.tolist() == [True, True, False, False]
+    bound = est.ci_low[inside]
+    np.testing.assert_allclose(
+        f_hat[inside] - bound - h, z * np.sqrt(frequency_variance(bound, n, p, q)), rtol=1e-9
+    )
+    np.testing.assert_allclose(
+        est.ci_high - f_hat - h,
+        z * np.sqrt(frequency_variance(est.ci_high, n, p, q)),
+        rtol=1e-9,
+    )
 
 
 # ---------------------------------------------------------------- Bernoulli samplers

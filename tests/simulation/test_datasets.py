@@ -8,7 +8,14 @@ from importlib import resources
 
 import numpy as np
 
-from ldp_simulation.datasets import ADULT_BOUNDS, ADULT_DOMAINS, CAR_DOMAINS, load_adult, load_car
+from ldp_simulation.datasets import (
+    ADULT_BOUNDS,
+    ADULT_DOMAINS,
+    CAR_DOMAINS,
+    load_adult,
+    load_breast_cancer,
+    load_car,
+)
 
 
 def test_car_records_fit_their_domains() -> None:
@@ -43,3 +50,23 @@ def test_adult_extract_is_the_documented_one() -> None:
     assert {r["sex"] for r in adult.records} == set(ADULT_DOMAINS["sex"])
     # the first record of adult.data: 39, State-gov, ..., Male, ..., 40 hours
     assert adult.records[0] == {"age": 39, "hours_per_week": 40, "sex": "Male"}
+
+
+CANCER_CSV_SHA256 = "fed3eb72d0575ef6192293f5093c6e801b1476b577d0386bf4455504522172ed"
+
+
+def test_breast_cancer_is_the_documented_file() -> None:
+    packed = resources.files("ldp_simulation.datasets").joinpath("breast_cancer.csv.gz")
+    assert hashlib.sha256(gzip.decompress(packed.read_bytes())).hexdigest() == CANCER_CSV_SHA256
+    cancer = load_breast_cancer()
+    assert len(cancer.values) == 569 and len(cancer.features) == 30
+    assert cancer.labels.count("benign") == 357 and "CC BY 4.0" in cancer.citation
+    assert cancer.features[0] == "mean_radius" and cancer.features[-1] == "worst_fractal_dimension"
+    bounds = cancer.bounds()
+    columns = np.array(cancer.values)
+    for j, name in enumerate(cancer.features):
+        lo, hi = bounds[name]
+        assert lo <= columns[:, j].min() and columns[:, j].max() <= hi
+        # two significant digits outward: never wider than 10% of the data's magnitude
+        assert hi - columns[:, j].max() <= 0.1 * abs(hi) + 1e-12
+    assert bounds["mean_radius"] == (6.9, 29.0)

@@ -39,7 +39,11 @@ STALE_AFTER_SECONDS = 300
 """A queued or running job not refreshed for this long is reported as lost."""
 
 RETENTION_SECONDS = 7 * 24 * 3600
-"""Finished jobs older than this are deleted when a new job is created."""
+"""Finished jobs older than this are deleted when a new job is created (except the
+:data:`KEPT_KINDS`)."""
+
+KEPT_KINDS = ("training",)
+"""Jobs whose result is a model an analyst keeps: never deleted by the retention rule."""
 
 jobs = Table(
     "jobs",
@@ -95,6 +99,7 @@ def insert_job(
     connection.execute(
         delete(jobs).where(
             jobs.c.status.in_(("done", "failed")),
+            jobs.c.kind.not_in(KEPT_KINDS),
             jobs.c.updated_unix < now - RETENTION_SECONDS,
         )
     )
@@ -158,3 +163,14 @@ def read_job(connection: Connection, job_id: str) -> JobRow | None:
         created_unix=int(row.created_unix),
         updated_unix=int(row.updated_unix),
     )
+
+
+def list_jobs(connection: Connection, collection_id: int) -> list[JobRow]:
+    """The collection's jobs of every kind, newest first (for the dashboard)."""
+    ids = connection.execute(
+        select(jobs.c.id)
+        .where(jobs.c.collection_id == collection_id)
+        .order_by(jobs.c.created_unix.desc(), jobs.c.id)
+    ).scalars()
+    found = (read_job(connection, str(job_id)) for job_id in list(ids))
+    return [row for row in found if row is not None]

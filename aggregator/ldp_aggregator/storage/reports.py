@@ -122,6 +122,18 @@ def count_reports(connection: Connection, collection_id: int) -> int:
     )
 
 
+def reports_per_day(connection: Connection, collection_id: int) -> list[tuple[date, int]]:
+    """How many stored reports carry each ``received_day`` (the only time stored with a
+    report), by day. Derived from what is stored; nothing new is recorded."""
+    rows = connection.execute(
+        select(reports.c.received_day, func.count())
+        .where(reports.c.collection_id == collection_id)
+        .group_by(reports.c.received_day)
+        .order_by(reports.c.received_day)
+    ).all()
+    return [(row[0], int(row[1])) for row in rows]
+
+
 def iter_report_bits(
     connection: Connection, collection_id: int, chunk: int = 10_000
 ) -> Iterator[list[bytes]]:

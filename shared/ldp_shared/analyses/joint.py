@@ -39,8 +39,10 @@ from numpy.typing import NDArray
 
 from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
-from ldp_shared.kernel import FloatArray, FrequencyEstimate, frequency_variance
+from ldp_shared.intervals import VarianceCurve
+from ldp_shared.kernel import FloatArray, FrequencyEstimate, frequency_variance, report_step
 from ldp_shared.mechanisms.base import Blocks
+from ldp_shared.mechanisms.categorical import BitwiseRandomizer
 from ldp_shared.mechanisms.likelihood import ReportChannel
 
 Sums = NDArray[np.integer] | FloatArray
@@ -121,10 +123,10 @@ def joint_estimate(attribute: AttributeConfig, n: int, sums: Sums) -> JointEstim
     )
 
 
-def _estimate(
-    n: int, estimate: FloatArray, variance: FloatArray, confidence: float
-) -> FrequencyEstimate:
-    return FrequencyEstimate.normal(n, estimate, np.sqrt(variance), confidence)
+def sampling_curve(n_j: int, n: int) -> VarianceCurve:
+    """:func:`sampling_variance` as a function of ``f``: ``f(1-f)/n_j · (n-n_j)/(n-1)``."""
+    scale = 0.0 if n_j >= n or n <= 1 else (n - n_j) / (n_j * (n - 1))
+    return VarianceCurve.bernoulli(scale)
 
 
 def feature_marginal(
@@ -134,9 +136,9 @@ def feature_marginal(
     joint = joint_estimate(attribute, n, sums)
     f = joint.frequencies.sum(axis=0)
     p, q = attribute.bit_channel
-    variance = sum_variance(f, attribute.classes, joint.n_reports, p, q)
-    variance = variance + sampling_variance(f, joint.n_reports, n)
-    return _estimate(n, f, variance, confidence)
+    curve = VarianceCurve.bit_sum(joint.n_reports, p, q, attribute.classes)
+    curve = curve + sampling_curve(joint.n_reports, n)
+    return FrequencyEstimate.score(n, f, curve, confidence, report_step(joint.n_reports, p, q))
 
 
 def label_weights(config: CollectionConfig, n: int, sums: Sums) -> FloatArray:
@@ -165,15 +167,15 @@ def label_estimate(
     weights = label_weights(config, n, sums)
     assert config.label is not None
     pi = np.zeros(config.label.k)
-    variance = np.zeros(config.label.k)
+    curve, step = VarianceCurve.of(0.0, 0.0), 0.0
     joints = [joint_estimate(attribute, n, sums) for attribute in config.features]
     for w, joint in zip(weights, joints, strict=True):
         pi += w * joint.frequencies.sum(axis=1)
-    for w, joint in zip(weights, joints, strict=True):
         a = joint.attribute
-        v = sum_variance(pi, a.d, joint.n_reports, *a.bit_channel)
-        variance += w**2 * (v + sampling_variance(pi, joint.n_reports, n))
-    return _estimate(n, pi, variance, confidence)
+        own = VarianceCurve.bit_sum(joint.n_reports, *a.bit_channel, cells=a.d)
+        curve = curve + (own + sampling_curve(joint.n_reports, n)).scaled(w**2)
+        step = max(step, w * report_step(joint.n_reports, *a.bit_channel))
+    return FrequencyEstimate.score(n, pi, curve, confidence, step)
 
 
 def attribute_stats(
@@ -215,9 +217,13 @@ def attribute_estimate(
     own = randomizer.estimate_stats(stats, n_j, confidence)
     if attribute.count_offset is None:  # every report carries it
         return own
+    if isinstance(randomizer, BitwiseRandomizer):
+        p, q = randomizer.p, randomizer.q
+        curve = VarianceCurve.bit_sum(n_j, p, q) + sampling_curve(n_j, n)
+        return FrequencyEstimate.score(n, own.estimate, curve, confidence, report_step(n_j, p, q))
     unit = randomizer.unit_variance(own.estimate)
     variance = own.stderr**2 + finite_population_variance(unit, n_j, n)
-    return _estimate(n, own.estimate, variance, confidence)
+    return FrequencyEstimate.normal(n, own.estimate, np.sqrt(variance), confidence)
 
 
 def attribute_channel(

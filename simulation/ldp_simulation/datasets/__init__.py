@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import math
 from dataclasses import dataclass
 from importlib import resources
 
@@ -78,3 +79,71 @@ def load_adult() -> MixedDataset:
         for row in csv.DictReader(io.StringIO(text))
     ]
     return MixedDataset("adult", ADULT_BOUNDS, ADULT_DOMAINS, records, ADULT_CITATION)
+
+
+CANCER_MEASUREMENTS = (
+    "radius",
+    "texture",
+    "perimeter",
+    "area",
+    "smoothness",
+    "compactness",
+    "concavity",
+    "concave_points",
+    "symmetry",
+    "fractal_dimension",
+)
+CANCER_FEATURES = [
+    f"{statistic}_{measurement}"
+    for statistic in ("mean", "se", "worst")
+    for measurement in CANCER_MEASUREMENTS
+]
+"""The 30 features in file order: each measurement's mean, then standard errors, then worst."""
+
+CANCER_CITATION = (
+    "UCI Breast Cancer Wisconsin (Diagnostic) (Wolberg, Mangasarian, Street and Street, 1993),"
+    " UCI Machine Learning Repository, CC BY 4.0"
+)
+
+
+@dataclass(frozen=True)
+class NumericDataset:
+    """Records of numeric features and a binary label (``"benign"``/``"malignant"``)."""
+
+    name: str
+    features: list[str]
+    values: list[list[float]]
+    labels: list[str]
+    citation: str
+
+    def bounds(self) -> dict[str, tuple[float, float]]:
+        """Each feature's range in the file, widened to whole numbers of its magnitude.
+
+        A simulation's stand-in for the public bounds an analyst would take from the
+        measuring instrument's documentation: taken from the data, so not a private
+        choice; the simulation says so.
+        """
+        out = {}
+        for j, name in enumerate(self.features):
+            column = [row[j] for row in self.values]
+            out[name] = (_round_out(min(column), down=True), _round_out(max(column), down=False))
+        return out
+
+
+def _round_out(value: float, down: bool) -> float:
+    """``value`` rounded away from the data to two significant digits."""
+    if value == 0.0:
+        return 0.0
+    scale = 10.0 ** (math.floor(math.log10(abs(value))) - 1)
+    steps = math.floor(value / scale) if down else math.ceil(value / scale)
+    return float(f"{steps * scale:.12g}")
+
+
+def load_breast_cancer() -> NumericDataset:
+    """The 569 records of UCI Breast Cancer Wisconsin (Diagnostic): 30 numeric features
+    and the diagnosis (see LICENSE.md)."""
+    packed = resources.files(__package__).joinpath("breast_cancer.csv.gz").read_bytes()
+    rows = list(csv.reader(io.StringIO(gzip.decompress(packed).decode("ascii"))))[1:]
+    values = [[float(v) for v in row[:30]] for row in rows]
+    labels = ["benign" if row[30] == "1" else "malignant" for row in rows]
+    return NumericDataset("breast_cancer", CANCER_FEATURES, values, labels, CANCER_CITATION)

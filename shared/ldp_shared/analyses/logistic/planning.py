@@ -44,14 +44,18 @@ import math
 
 import numpy as np
 
-from ldp_shared.analyses.logistic.layout import FeatureLayout
 from ldp_shared.analyses.logistic.training import TrainingPlan
 from ldp_shared.errors import InvalidQueryError
+from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomizer
 
 JITTER = 0.5
 """``η·V/B``: the per-round noise the plan allows (see the module docstring)."""
-MIN_ROUND_SIZE = 1000
+MIN_ROUND_SIZE = 20
+"""At the default 5% loss share, one loss report a round. Nothing else bounds a round from
+below: the jitter rule sets the size the noise needs, and small fleets get more rounds
+(on breast cancer, 10,000 devices at ε = 4: 500 rounds of 20 reach 0.96 held-out
+accuracy where 10 rounds of 1,000 stop at 0.66, the same as with the noise off)."""
 MAX_ROUNDS = 500
 MIN_ROUNDS = 10
 DEFAULT_L2 = 1e-4

@@ -31,9 +31,9 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ldp_shared.analyses.logistic import device
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
 from ldp_shared.kernel import FloatArray
+from ldp_shared.learning import device
 from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomizer
 from ldp_shared.mechanisms.lattice import LatticeRandomizer
 from ldp_shared.rand import resolve_rng
@@ -74,6 +74,11 @@ class TrainingPlan:
     def rate(self, t: int) -> float:
         """``η_t``."""
         return self.learning_rate / (math.sqrt(1.0 + t) if self.decay == "inverse-sqrt" else 1.0)
+
+    @property
+    def tail_start(self) -> int:
+        """The first round whose iterate enters the released average."""
+        return math.floor(self.average_from * self.rounds)
 
     @property
     def loss_devices(self) -> int:
@@ -129,8 +134,15 @@ def round_gradient(
     if mechanism is None:
         return device.gradients(weights, x, y).mean(axis=0), np.zeros(x.shape[1])
     answers = device.gradient_reports(mechanism, weights, x, y, rng)  # on the devices
-    stats = mechanism.accumulate(answers)  # the aggregator keeps these integers only
-    return mechanism.estimate_mean(stats, len(answers))
+    return estimate_gradient(mechanism, answers)
+
+
+def estimate_gradient(
+    mechanism: GradientRandomizer, answers: NDArray[np.int64]
+) -> tuple[FloatArray, FloatArray]:
+    """The round's mean gradient and its variance per coordinate, from the answers'
+    sufficient statistics alone (what the aggregator keeps)."""
+    return mechanism.estimate_mean(mechanism.accumulate(answers), len(answers))
 
 
 def round_loss(
@@ -145,7 +157,13 @@ def round_loss(
         return math.nan, math.nan
     if mechanism is None:
         return float(np.minimum(device.losses(weights, x, y), device.LOSS_CAP).mean()), 0.0
-    answers = device.loss_reports(mechanism, weights, x, y, rng)
+    return estimate_loss(mechanism, device.loss_reports(mechanism, weights, x, y, rng))
+
+
+def estimate_loss(mechanism: LatticeRandomizer, answers: NDArray[np.int64]) -> tuple[float, float]:
+    """The mean capped loss of the loss reports and its standard error (NaN with none)."""
+    if len(answers) == 0:
+        return math.nan, math.nan
     estimate = mechanism.estimate_stats(mechanism.accumulate(answers), len(answers), 0.95)
     return float(estimate.estimate[0]), float(estimate.stderr[0])
 
@@ -155,6 +173,41 @@ def step(weights: FloatArray, gradient: FloatArray, rate: float, l2: float) -> F
     penalty = l2 * weights
     penalty[0] = 0.0
     out: FloatArray = weights - rate * (gradient + penalty)
+    return out
+
+
+def close_round(
+    plan: TrainingPlan,
+    t: int,
+    weights: FloatArray,
+    weight_sum: FloatArray,
+    gradient: tuple[FloatArray, FloatArray],
+    loss: tuple[float, float],
+    reports: tuple[int, int],
+) -> tuple[FloatArray, FloatArray, RoundLog]:
+    """Round ``t``'s step from its estimates: ``gradient`` (``ĝ``, ``Var ĝ``), ``loss``
+    (mean, standard error) and ``reports`` (gradient, loss). Returns the next weights,
+    the tail's running sum and the round's log. Shared by :func:`train` and the
+    aggregator's training jobs, so both take the same steps."""
+    g, var = gradient
+    log = RoundLog(
+        t,
+        reports[0],
+        reports[1],
+        loss[0],
+        loss[1],
+        float(np.linalg.norm(g)),
+        float(math.sqrt(var.sum())),
+    )
+    after = step(weights, g, plan.rate(t), plan.l2)
+    total = weight_sum + after if t >= plan.tail_start else weight_sum
+    return after, total, log
+
+
+def released_weights(plan: TrainingPlan, weight_sum: FloatArray) -> FloatArray:
+    """The tail average: the sum of the iterates from :attr:`TrainingPlan.tail_start` on,
+    over their number."""
+    out: FloatArray = weight_sum / (plan.rounds - plan.tail_start)
     return out
 
 
@@ -179,30 +232,18 @@ def train(
     order = holders[gen.permutation(len(holders))[:needed]].reshape(plan.rounds, -1)
     weights = np.zeros(x.shape[1])
     total = np.zeros_like(weights)
-    start = math.floor(plan.average_from * plan.rounds)
     curve = []
     for t, members in enumerate(order):
         loss_rows, grad_rows = members[: plan.loss_devices], members[plan.loss_devices :]
-        loss, loss_se = round_loss(loss_mech, weights, x[loss_rows], y[loss_rows], gen)
-        g, var = round_gradient(gradient_mech, weights, x[grad_rows], y[grad_rows], gen)
-        curve.append(
-            RoundLog(
-                t,
-                len(grad_rows),
-                len(loss_rows),
-                loss,
-                loss_se,
-                float(np.linalg.norm(g)),
-                float(math.sqrt(var.sum())),
-            )
-        )
-        weights = step(weights, g, plan.rate(t), plan.l2)
-        if t >= start:
-            total += weights
+        loss = round_loss(loss_mech, weights, x[loss_rows], y[loss_rows], gen)
+        gradient = round_gradient(gradient_mech, weights, x[grad_rows], y[grad_rows], gen)
+        counts = (len(grad_rows), len(loss_rows))
+        weights, total, log = close_round(plan, t, weights, total, gradient, loss, counts)
+        curve.append(log)
     epsilon = math.inf  # noise off: the devices sent their raw gradients
     if gradient_mech is not None and loss_mech is not None:
         epsilon = max(gradient_mech.exact_epsilon, loss_mech.exact_epsilon)
-    return TrainedModel(total / (plan.rounds - start), weights, epsilon, curve)
+    return TrainedModel(released_weights(plan, total), weights, epsilon, curve)
 
 
 def predict_proba(weights: FloatArray, x: FloatArray) -> FloatArray:

@@ -122,6 +122,7 @@ class ClassCounts:
 
     counts: FloatArray
     stderr: FloatArray
+    n_reports: int
 
 
 def class_counts(features: Sequence[FeatureCounts], n: int, weights: FloatArray) -> ClassCounts:
@@ -135,4 +136,4 @@ def class_counts(features: Sequence[FeatureCounts], n: int, weights: FloatArray)
         d = f.counts.shape[1]
         v = sum_variance(pi, d, f.n_reports, f.p, f.q) + sampling_variance(pi, f.n_reports, n)
         variance += w**2 * v
-    return ClassCounts(counts=n * pi, stderr=n * np.sqrt(variance))
+    return ClassCounts(counts=n * pi, stderr=n * np.sqrt(variance), n_reports=n)

@@ -33,7 +33,13 @@ from ldp_shared.analyses.naive_bayes.counts import (
     class_counts,
     feature_counts,
 )
-from ldp_shared.analyses.naive_bayes.repair import FLOOR, repair_counts, smoothing_rule
+from ldp_shared.analyses.naive_bayes.repair import (
+    FLOOR,
+    consistent_class_counts,
+    consistent_table,
+    repair_counts,
+    smoothing_rule,
+)
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.kernel import FloatArray, z_value
@@ -74,12 +80,19 @@ def fit(
         raise InvalidQueryError(f"alpha must be a finite number >= 0, got {alpha!r}")
     smoothed: list[FloatArray] = []
     log_prob: list[FloatArray] = []
-    for f in features:
-        cat = np.maximum(repair_counts(f.counts, f.stderr, repair) + alpha, FLOOR)
+    if repair == "norm-sub":
+        repaired_prior = consistent_class_counts(class_totals.counts, class_totals.n_reports)
+        share = repaired_prior / max(float(repaired_prior.sum()), FLOOR)
+        tables = [consistent_table(f.counts, f.n_reports, share) for f in features]
+    else:
+        repaired_prior = repair_counts(class_totals.counts, class_totals.stderr, repair)
+        tables = [repair_counts(f.counts, f.stderr, repair) for f in features]
+    for table in tables:
+        cat = np.maximum(table + alpha, FLOOR)
         smoothed.append(cat)
         # the same expression as CategoricalNB._update_feature_log_prob
         log_prob.append(np.log(cat) - np.log(cat.sum(axis=1).reshape(-1, 1)))
-    prior = np.maximum(repair_counts(class_totals.counts, class_totals.stderr, repair), FLOOR)
+    prior = np.maximum(repaired_prior, FLOOR)
     # the same expression as CategoricalNB._update_class_log_prior
     class_log_prior = np.log(prior) - np.log(prior.sum())
     return NaiveBayesFit(

@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 
-from ldp_shared.analyses.logistic.layout import FeatureLayout
 from ldp_shared.analyses.logistic.planning import (
     JITTER,
     MAX_ROUNDS,
@@ -20,6 +19,7 @@ from ldp_shared.analyses.logistic.planning import (
 )
 from ldp_shared.analyses.logistic.training import TrainingPlan, predict_proba, train
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
+from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.mechanisms.base import EPSILON_SLACK
 from ldp_shared.mechanisms.gradient import gradient_randomizer
 from ldp_shared.rand import seeded_rng
@@ -104,8 +104,9 @@ def test_bad_plans_and_too_few_devices_are_refused() -> None:
     x, y = data(15, 4)
     with pytest.raises(InvalidQueryError, match="needs 20 devices"):
         train(TrainingPlan(**base), x, y, rng=seeded_rng(1))  # type: ignore[arg-type]
-    with pytest.raises(InvalidQueryError, match="at least 10000 devices"):
-        plan_training(LAYOUT, 9_999, "sampled-piecewise", 1.0)
+    least = MIN_ROUND_SIZE * MIN_ROUNDS
+    with pytest.raises(InvalidQueryError, match=f"at least {least} devices"):
+        plan_training(LAYOUT, least - 1, "sampled-piecewise", 1.0)
     assert TrainingPlan(**{**base, "decay": "inverse-sqrt"}).rate(3) == pytest.approx(0.05)  # type: ignore[arg-type]
 
 
@@ -122,9 +123,10 @@ def test_the_plan_follows_its_rules() -> None:
         assert plan.learning_rate == pytest.approx(rate)
     laplace = plan_training(LAYOUT, 1_000_000, "l1-laplace", 1.0)
     assert laplace.bound == 2.0  # half of ‖x‖₁ <= 4
-    scarce = plan_training(LAYOUT, 10_000, "sampled-piecewise", 0.1)
-    assert (scarce.rounds, scarce.round_size) == (MIN_ROUNDS, 1000)
+    least = MIN_ROUND_SIZE * MIN_ROUNDS
+    scarce = plan_training(LAYOUT, least, "sampled-piecewise", 0.1)
+    assert (scarce.rounds, scarce.round_size) == (MIN_ROUNDS, MIN_ROUND_SIZE)
     trace = noise_trace(gradient_randomizer("sampled-piecewise", 6, 0.1, 0.5))
-    assert scarce.learning_rate == pytest.approx(JITTER * 1000 * 0.95 / trace)
+    assert scarce.learning_rate == pytest.approx(JITTER * MIN_ROUND_SIZE * 0.95 / trace)
     off = plan_training(LAYOUT, 1_000_000, None, 1.0)
     assert (off.round_size, off.rounds) == (2000, 500)

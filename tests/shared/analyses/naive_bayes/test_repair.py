@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from ldp_shared.analyses import naive_bayes as nb
+from ldp_shared.analyses.naive_bayes.repair import consistent_class_counts, consistent_table
+from ldp_shared.errors import InvalidQueryError
 
 
 def test_posterior_mean_repair() -> None:
@@ -33,3 +35,26 @@ def test_posterior_mean_repair() -> None:
         0.0,
         0.0,
     ]
+
+
+def test_norm_sub_tables_are_consistent() -> None:
+    counts = np.array([[50.0, -20.0, 5.0, 10.0], [-3.0, 40.0, 30.0, -8.0]])
+    share = np.array([0.25, 0.25])
+    table = consistent_table(counts, 200, share)
+    assert np.all(table >= 0.0)
+    np.testing.assert_allclose(table.sum(axis=1), [50.0, 50.0], rtol=1e-12)
+    # a common shift per row on the cells kept positive, the others exactly 0
+    np.testing.assert_allclose(table, [[45.0, 0.0, 0.0, 5.0], [0.0, 30.0, 20.0, 0.0]], atol=1e-12)
+    kept = table[1] > 0
+    shift = table[1][kept] - counts[1][kept]
+    np.testing.assert_allclose(shift, shift[0], rtol=1e-12)
+    # already consistent: unchanged
+    exact = np.array([[3.0, 0.0, 7.0]])
+    np.testing.assert_allclose(consistent_table(exact, 10, np.array([1.0])), exact)
+    priors = consistent_class_counts(np.array([120.0, -15.0, 900.0]), 1000)
+    assert priors[1] == 0.0 and priors.sum() == pytest.approx(1000.0)
+
+
+def test_cell_repair_refuses_norm_sub() -> None:
+    with pytest.raises(InvalidQueryError):
+        nb.repair_counts(np.array([1.0]), np.array([1.0]), "norm-sub")  # type: ignore[arg-type]

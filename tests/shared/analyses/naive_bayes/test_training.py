@@ -44,7 +44,7 @@ def _exact_stats(config: CollectionConfig, records: list[dict[str, str]]) -> np.
 
 
 @pytest.mark.parametrize("alpha", [1.0, 0.5])
-@pytest.mark.parametrize("repair", ["posterior-mean", "clamp"])
+@pytest.mark.parametrize("repair", ["posterior-mean", "clamp", "norm-sub"])
 def test_infinite_epsilon_equals_categorical_nb(alpha: float, repair: str) -> None:
     train, test = nb.holdout_split(CAR.records)
     config = _exact_config(car_spec())

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from ldp_shared.analyses.logistic import device
-from ldp_shared.analyses.logistic.layout import FeatureLayout
 from ldp_shared.analyses.logistic.planning import default_bound
 from ldp_shared.errors import InvalidRecordError
+from ldp_shared.learning import device
+from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.mechanisms.gradient import gradient_mechanism_names, gradient_randomizer
 from ldp_shared.mechanisms.hybrid import HybridRandomizer
 from ldp_shared.mechanisms.piecewise import PiecewiseRandomizer

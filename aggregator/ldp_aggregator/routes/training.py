@@ -1,0 +1,117 @@
+"""Training jobs: created and read by analysts, driven by devices (no token, within the
+upload limits). See ``docs/training-jobs.md``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Request, Response, status
+
+from ldp_aggregator import training
+from ldp_aggregator.auth import require_analyst
+from ldp_aggregator.deps import AppState, app_state
+from ldp_aggregator.problems import problem_responses
+from ldp_aggregator.storage.collections import StoredCollection
+from ldp_shared.itemset_wire import JOB_ID_PATTERN
+from ldp_shared.training_wire import (
+    TOKEN_PATTERN,
+    Participation,
+    ParticipationReport,
+    ParticipationResult,
+    TrainedModel,
+    TrainingJob,
+    TrainingSpec,
+)
+
+router = APIRouter(prefix="/v1/collections", tags=["training"])
+
+JobId = Annotated[str, Path(pattern=JOB_ID_PATTERN)]
+
+
+def _admit_device(state: AppState, name: str, request: Request) -> StoredCollection:
+    """The collection, after the upload limits let one more device request through."""
+    collection = state.collections.get(name)
+    address = request.client.host if request.client is not None else None
+    refusal = state.upload_limits.admit(collection.name, 1, address)
+    if refusal is not None:
+        state.metrics.count_rate_limited(collection.name, refusal.limit, 1)
+        raise refusal.error()
+    return collection
+
+
+@router.post(
+    "/{name}/training-jobs",
+    response_model=TrainingJob,
+    status_code=status.HTTP_201_CREATED,
+    dependencies=[Depends(require_analyst)],
+    responses=problem_responses(401, 404, 422),
+)
+def create_training_job(
+    name: str, spec: TrainingSpec, request: Request, response: Response
+) -> TrainingJob:
+    """Create a training job (analyst): the spec with its planned values filled in, and
+    round 0 open at the zero weights."""
+    state = app_state(request)
+    collection = state.collections.get(name)
+    job = training.create_job(state.engine, collection, spec)
+    response.headers["Location"] = f"/v1/collections/{name}/training-jobs/{job.id}"
+    return job
+
+
+@router.get(
+    "/{name}/training-jobs/{job_id}",
+    response_model=TrainingJob,
+    dependencies=[Depends(require_analyst)],
+    responses=problem_responses(401, 404),
+)
+def training_job(name: str, job_id: JobId, request: Request) -> TrainingJob:
+    """A training job as it stands: its open round, weights and loss curve (analyst)."""
+    state = app_state(request)
+    return training.read_training_job(state.engine, state.collections.get(name), job_id)
+
+
+@router.get(
+    "/{name}/training-jobs/{job_id}/model",
+    response_model=TrainedModel,
+    dependencies=[Depends(require_analyst)],
+    responses=problem_responses(401, 404, 409),
+)
+def training_model(name: str, job_id: JobId, request: Request) -> TrainedModel:
+    """The trained model of a finished job, with its scikit-learn export (analyst); 409
+    while rounds remain."""
+    state = app_state(request)
+    return training.trained_model(state.engine, state.collections.get(name), job_id)
+
+
+@router.post(
+    "/{name}/training-jobs/{job_id}/participations",
+    response_model=Participation,
+    status_code=status.HTTP_201_CREATED,
+    responses=problem_responses(404, 409, 429),
+)
+def participate(name: str, job_id: JobId, request: Request) -> Participation:
+    """A place in the open round for one device: the weights, its role and a single-use
+    token. 429 with ``Retry-After`` while every place is taken; 409 once the job is done."""
+    state = app_state(request)
+    collection = _admit_device(state, name, request)
+    return training.issue_participation(state.engine, collection, job_id)
+
+
+@router.put(
+    "/{name}/training-jobs/{job_id}/participations/{token}",
+    response_model=ParticipationResult,
+    responses=problem_responses(404, 409, 422, 429),
+)
+def send_participation_report(
+    name: str,
+    job_id: JobId,
+    token: Annotated[str, Path(pattern=TOKEN_PATTERN)],
+    body: ParticipationReport,
+    request: Request,
+) -> ParticipationResult:
+    """The device's one report for its participation. 409 ``round-closed`` when its round
+    has closed, 409 ``already-participated`` when the token was used; nothing is kept
+    then."""
+    state = app_state(request)
+    collection = _admit_device(state, name, request)
+    return training.accept_report(state.engine, collection, job_id, token, body)

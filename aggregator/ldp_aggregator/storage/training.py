@@ -1,0 +1,273 @@
+"""Training jobs' rounds, participation tokens and the open round's reports.
+
+A training job is a row of the ``jobs`` table (kind ``training``; its spec in
+``request_json``, its model in ``result_json`` when done) plus:
+
+* ``training_rounds``: one row per job, the open round, the reports it has received per
+  role, the weights it is computed at, the running sum of the tail's iterates and the
+  curve so far. Every report's transaction updates this row with a guarded increment, so
+  replicas sharing one database serialise on it (PostgreSQL's row lock, SQLite's write
+  lock) and a round never takes more reports than its places.
+* ``training_tokens``: the SHA-256 of each participation token issued, with its round,
+  role, the second it was issued and whether it was used. A token is the device's secret;
+  nothing links it to a device, a network address or a report.
+* ``training_reports``: the open round's perturbed reports, under random ids on a
+  ``WITHOUT ROWID`` table (no arrival order on SQLite). They are deleted in the
+  transaction that closes their round.
+
+Migration 0005 creates these tables.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    and_,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
+
+from ldp_aggregator.storage.tables import metadata
+from ldp_shared.kernel import FloatArray
+
+training_rounds = Table(
+    "training_rounds",
+    metadata,
+    Column("job_id", String(32), ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True),
+    Column("round", Integer, nullable=False),
+    Column("gradient_received", Integer, nullable=False),
+    Column("loss_received", Integer, nullable=False),
+    Column("weights", LargeBinary, nullable=False),
+    Column("weight_sum", LargeBinary, nullable=False),
+    Column("curve_json", Text, nullable=False),
+)
+
+training_tokens = Table(
+    "training_tokens",
+    metadata,
+    Column("job_id", String(32), ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("token_hash", LargeBinary(32), nullable=False),
+    Column("round", Integer, nullable=False),
+    Column("role", String(8), nullable=False),
+    Column("issued_unix", BigInteger, nullable=False),
+    Column("used", Integer, nullable=False),
+    PrimaryKeyConstraint("job_id", "token_hash"),
+    sqlite_with_rowid=False,
+)
+
+training_reports = Table(
+    "training_reports",
+    metadata,
+    Column("job_id", String(32), ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("report_id", LargeBinary(16), nullable=False),
+    Column("round", Integer, nullable=False),
+    Column("role", String(8), nullable=False),
+    Column("payload", LargeBinary, nullable=False),
+    PrimaryKeyConstraint("job_id", "report_id"),
+    sqlite_with_rowid=False,
+)
+
+
+def to_blob(vector: FloatArray) -> bytes:
+    """A float vector as little-endian float64 bytes (exact)."""
+    return np.asarray(vector, dtype="<f8").tobytes()
+
+
+def from_blob(blob: bytes) -> FloatArray:
+    """The float vector of :func:`to_blob`."""
+    out: FloatArray = np.frombuffer(bytes(blob), dtype="<f8").astype(np.float64)
+    return out
+
+
+@dataclass(frozen=True)
+class RoundRow:
+    """A job's open round."""
+
+    round: int
+    gradient_received: int
+    loss_received: int
+    weights: FloatArray
+    weight_sum: FloatArray
+    curve_json: str
+
+
+def insert_rounds(connection: Connection, job_id: str, dimension: int) -> None:
+    """Open round 0 at the zero weights."""
+    zeros = to_blob(np.zeros(dimension))
+    connection.execute(
+        insert(training_rounds).values(
+            job_id=job_id,
+            round=0,
+            gradient_received=0,
+            loss_received=0,
+            weights=zeros,
+            weight_sum=zeros,
+            curve_json="[]",
+        )
+    )
+
+
+def read_round(connection: Connection, job_id: str) -> RoundRow | None:
+    """The job's open round, or ``None`` for a job that has none."""
+    row = connection.execute(
+        select(training_rounds).where(training_rounds.c.job_id == job_id)
+    ).one_or_none()
+    if row is None:
+        return None
+    return RoundRow(
+        round=int(row.round),
+        gradient_received=int(row.gradient_received),
+        loss_received=int(row.loss_received),
+        weights=from_blob(row.weights),
+        weight_sum=from_blob(row.weight_sum),
+        curve_json=str(row.curve_json),
+    )
+
+
+def claim_place(connection: Connection, job_id: str, round_: int, role: str, places: int) -> bool:
+    """Count one more report of ``role`` in ``round_`` if that round is open and has a free
+    place; whether it did. The guarded update takes the row's lock until commit."""
+    column = (
+        training_rounds.c.gradient_received
+        if role == "gradient"
+        else training_rounds.c.loss_received
+    )
+    result = connection.execute(
+        update(training_rounds)
+        .where(
+            training_rounds.c.job_id == job_id,
+            training_rounds.c.round == round_,
+            column < places,
+        )
+        .values({column: column + 1})
+    )
+    return result.rowcount == 1
+
+
+def advance_round(
+    connection: Connection,
+    job_id: str,
+    closed: int,
+    weights: FloatArray,
+    weight_sum: FloatArray,
+    curve_json: str,
+) -> None:
+    """Open round ``closed + 1`` at ``weights`` and drop round ``closed``'s reports."""
+    connection.execute(
+        update(training_rounds)
+        .where(training_rounds.c.job_id == job_id, training_rounds.c.round == closed)
+        .values(
+            round=closed + 1,
+            gradient_received=0,
+            loss_received=0,
+            weights=to_blob(weights),
+            weight_sum=to_blob(weight_sum),
+            curve_json=curve_json,
+        )
+    )
+    connection.execute(
+        delete(training_reports).where(
+            training_reports.c.job_id == job_id, training_reports.c.round == closed
+        )
+    )
+
+
+def insert_token(
+    connection: Connection, job_id: str, token_hash: bytes, round_: int, role: str
+) -> int:
+    """Store an issued token's hash; the second it was issued."""
+    now = int(time.time())
+    connection.execute(
+        insert(training_tokens).values(
+            job_id=job_id, token_hash=token_hash, round=round_, role=role, issued_unix=now, used=0
+        )
+    )
+    return now
+
+
+def pending_tokens(connection: Connection, job_id: str, round_: int, since: int) -> dict[str, int]:
+    """Unused tokens of ``round_`` issued at or after ``since``, per role."""
+    rows = connection.execute(
+        select(training_tokens.c.role, func.count())
+        .where(
+            training_tokens.c.job_id == job_id,
+            training_tokens.c.round == round_,
+            training_tokens.c.used == 0,
+            training_tokens.c.issued_unix >= since,
+        )
+        .group_by(training_tokens.c.role)
+    ).all()
+    return {str(role): int(count) for role, count in rows}
+
+
+@dataclass(frozen=True)
+class TokenRow:
+    round: int
+    role: str
+    used: bool
+
+
+def use_token(connection: Connection, job_id: str, token_hash: bytes) -> TokenRow | None:
+    """Mark the token used; what it was before (``used`` true: it had been used already),
+    or ``None`` for a token this job never issued."""
+    key = and_(training_tokens.c.job_id == job_id, training_tokens.c.token_hash == token_hash)
+    row = connection.execute(select(training_tokens).where(key)).one_or_none()
+    if row is None:
+        return None
+    if not row.used:
+        flipped = connection.execute(
+            update(training_tokens).where(key, training_tokens.c.used == 0).values(used=1)
+        )
+        if flipped.rowcount != 1:  # another transaction used it first
+            return TokenRow(int(row.round), str(row.role), True)
+    return TokenRow(int(row.round), str(row.role), bool(row.used))
+
+
+def insert_report(
+    connection: Connection, job_id: str, round_: int, role: str, payload: bytes
+) -> None:
+    """Keep one report of the open round (under a random id)."""
+    connection.execute(
+        insert(training_reports).values(
+            job_id=job_id,
+            report_id=secrets.token_bytes(16),
+            round=round_,
+            role=role,
+            payload=payload,
+        )
+    )
+
+
+def round_reports(connection: Connection, job_id: str, round_: int) -> dict[str, list[bytes]]:
+    """The round's stored reports per role (in the order of their random ids)."""
+    rows = connection.execute(
+        select(training_reports.c.role, training_reports.c.payload).where(
+            training_reports.c.job_id == job_id, training_reports.c.round == round_
+        )
+    ).all()
+    out: dict[str, list[bytes]] = {"gradient": [], "loss": []}
+    for role, payload in rows:
+        out[str(role)].append(bytes(payload))
+    return out
+
+
+def drop_job_tokens(connection: Connection, job_id: str) -> None:
+    """A finished job's tokens are of no further use."""
+    connection.execute(delete(training_tokens).where(training_tokens.c.job_id == job_id))

@@ -1,0 +1,25 @@
+"""The registry of dashboard panels, in tab order. A new analysis adds its module and
+one entry here (see :mod:`ldp_aggregator.ui.panel`)."""
+
+from __future__ import annotations
+
+from ldp_aggregator.ui.panel import Panel
+from ldp_aggregator.ui.panels import (
+    days,
+    frequencies,
+    itemsets,
+    jobs,
+    naive_bayes,
+    overview,
+    training,
+)
+
+PANELS: tuple[Panel, ...] = (
+    overview.PANEL,
+    days.PANEL,
+    frequencies.PANEL,
+    naive_bayes.PANEL,
+    itemsets.PANEL,
+    training.PANEL,
+    jobs.PANEL,
+)

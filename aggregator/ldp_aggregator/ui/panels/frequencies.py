@@ -1,0 +1,122 @@
+"""Frequencies of one attribute: a bar chart with 95% error bars and its table, raw or
+post-processed (``estimate_frequencies``, the function behind ``GET .../frequencies``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ldp_aggregator.frequencies import estimate_frequencies
+from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView
+from ldp_aggregator.ui.states import problem_view
+from ldp_shared.collection import CollectionConfig
+from ldp_shared.errors import LDPError
+from ldp_shared.wire import FrequencyResult
+
+CONFIDENCE = 0.95
+
+INTERVALS = {
+    "score": "a score interval: every frequency the counts are consistent with, with the"
+    " variance taken at that frequency and a continuity correction",
+    "normal": "a normal interval around the estimate with its plug-in standard error",
+}
+
+METHODS = {
+    "none": "Raw (unbiased)",
+    "norm-sub": "Norm-Sub",
+    "simplex": "Simplex projection",
+    "ibu": "Iterative Bayesian update",
+}
+WHAT_IT_DOES = {
+    "norm-sub": "negative estimates set to 0 and the rest shifted to sum to 1",
+    "simplex": "the nearest distribution (non-negative, summing to 1) in Euclidean distance",
+    "ibu": "the maximum-likelihood distribution through the mechanism's channel (EM)",
+}
+
+
+def attribute_names(config: CollectionConfig) -> list[str]:
+    """The attributes released as frequencies, then the label."""
+    names = [a.name for a in config.attributes if config.spec_of(a).released_as == "frequencies"]
+    return names + ([config.label.name] if config.label is not None else [])
+
+
+def methods_for(config: CollectionConfig, attribute: str) -> list[str]:
+    """The post-processings that apply to ``attribute``."""
+    if config.label is not None and attribute == config.label.name:
+        return ["none", "norm-sub", "simplex"]
+    for candidate in config.attributes:
+        if candidate.name == attribute and not config.spec_of(candidate).is_distribution:
+            return ["none"]  # a basket's item supports need not sum to 1
+    return list(METHODS)
+
+
+def _shown(result: FrequencyResult) -> dict[str, Any]:
+    """The chart's data: the post-processed estimate when there is one, else the raw
+    estimate with its interval."""
+    raw = result.postprocessed is None
+    method = result.postprocess
+    if raw:
+        caption = (
+            f"Shown: the raw unbiased estimate, with its {CONFIDENCE:.0%} confidence"
+            f" interval as error bars ({INTERVALS[result.interval]})."
+        )
+    else:
+        caption = (
+            f"Shown: the post-processed estimate ({METHODS[method]}: {WHAT_IT_DOES[method]})."
+            " Post-processing gives no interval of its own, so its bars have none; the"
+            " table lists the raw estimate and its interval beside it."
+        )
+    return {
+        "caption": caption,
+        "shown": "raw" if raw else method,
+        "chart": {
+            "title": f"Frequencies of {result.attribute}",
+            "labels": result.values,
+            "values": result.estimate if raw else result.postprocessed,
+            "low": result.ci_low if raw else None,
+            "high": result.ci_high if raw else None,
+            "y_title": "estimated frequency",
+        },
+    }
+
+
+def view(ctx: PanelContext) -> PanelView:
+    names = attribute_names(ctx.config)
+    attribute = ctx.param("attribute", names[0])
+    methods = methods_for(ctx.config, attribute)
+    method = ctx.param("postprocess", "none")
+    context: dict[str, Any] = {
+        "attributes": names,
+        "attribute": attribute,
+        "methods": [(key, METHODS[key]) for key in methods],
+        "method": method,
+        "confidence": CONFIDENCE,
+    }
+    try:
+        result = estimate_frequencies(
+            ctx.state.engine, ctx.collection, attribute, CONFIDENCE, method
+        )
+    except LDPError as error:
+        problem = problem_view(ctx, error)
+        context["problem"] = problem.context
+        return PanelView("panels/frequencies.html", context, status_code=problem.status_code)
+    rows = [
+        {
+            "value": value,
+            "estimate": result.estimate[i],
+            "stderr": result.stderr[i],
+            "ci_low": result.ci_low[i],
+            "ci_high": result.ci_high[i],
+            "postprocessed": None if result.postprocessed is None else result.postprocessed[i],
+        }
+        for i, value in enumerate(result.values)
+    ]
+    context.update(_shown(result), result=result, rows=rows)
+    return PanelView("panels/frequencies.html", context)
+
+
+PANEL = Panel(
+    slug="frequencies",
+    title="Frequencies",
+    view=view,
+    applies=lambda config: bool(attribute_names(config)),
+)

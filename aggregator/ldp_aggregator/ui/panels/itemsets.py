@@ -1,0 +1,144 @@
+"""Frequent itemsets and association rules of a MASK attribute: start a mining job (the
+same checks and runner as ``POST .../itemsets``), follow it, and read its result as
+sortable tables with their errors, or download them as CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from fastapi.responses import Response
+from starlette.datastructures import FormData
+
+from ldp_aggregator.itemsets import check_itemset_query, check_release
+from ldp_aggregator.jobs import ITEMSETS, job_view, runner_of
+from ldp_aggregator.storage.jobs import list_jobs
+from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView, Redirect
+from ldp_shared.collection import CollectionConfig
+from ldp_shared.errors import InvalidQueryError, NotFoundError
+from ldp_shared.itemset_wire import ItemsetJob, ItemsetQuery, ItemsetResult
+
+DEFAULTS = {"min_support": "0.1", "max_size": "3", "min_confidence": "0.5"}
+
+
+def basket_names(config: CollectionConfig) -> list[str]:
+    return [a.name for a in config.attributes if config.spec_of(a).is_basket]
+
+
+def _job(ctx: PanelContext, job_id: str) -> ItemsetJob | None:
+    """The job ``job_id``, or else the newest finished itemset job (``None``: none)."""
+    runner = runner_of(ctx.request.app, ctx.state.engine)
+    if job_id:
+        return runner.get(ctx.collection, job_id)
+    with ctx.state.engine.connect() as connection:
+        rows = list_jobs(connection, ctx.collection.id)
+    for row in rows:
+        if row.kind == ITEMSETS and row.status == "done":
+            return job_view(ctx.collection, row)
+    return None
+
+
+def view(ctx: PanelContext) -> PanelView:
+    job = _job(ctx, ctx.param("job"))
+    context: dict[str, Any] = {
+        "baskets": basket_names(ctx.config),
+        "defaults": DEFAULTS,
+        "job": job,
+        "result": job.result if job is not None else None,
+    }
+    running = job is not None and job.status in ("queued", "running")
+    return PanelView("panels/itemsets.html", context, refresh=running)
+
+
+def _number(form: FormData, name: str, cast: type[float] | type[int]) -> Any:
+    text = str(form.get(name, "")).strip()
+    if name == "max_size" and text == "":
+        return None
+    try:
+        return cast(text)
+    except ValueError:
+        raise InvalidQueryError(
+            f"{name.replace('_', ' ')} must be a number, got {text!r}"
+        ) from None
+
+
+def mine(ctx: PanelContext, form: FormData) -> PanelView | Redirect:
+    query = ItemsetQuery(
+        attribute=str(form.get("attribute", "")) or None,
+        min_support=_number(form, "min_support", float),
+        max_size=_number(form, "max_size", int),
+        min_confidence=_number(form, "min_confidence", float),
+        wait_seconds=0.0,
+    )
+    check_itemset_query(ctx.config, query)
+    check_release(ctx.state.engine, ctx.collection)
+    job_id = runner_of(ctx.request.app, ctx.state.engine).submit(ctx.collection, query)
+    return Redirect(ctx.url("itemsets", job=job_id))
+
+
+def _result(ctx: PanelContext) -> ItemsetResult:
+    job = _job(ctx, ctx.param("job"))
+    if job is None or job.result is None:
+        raise NotFoundError("no finished mining job to download; mine the itemsets first")
+    return job.result
+
+
+def _cell(value: Any) -> Any:
+    """Text that a spreadsheet would run as a formula starts with a quote instead."""
+    if isinstance(value, str) and value.startswith(("=", "+", "-", "@", "\t", "\r")):
+        return "'" + value
+    return value
+
+
+def _csv(header: list[str], rows: list[list[Any]], filename: str) -> Response:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows([_cell(value) for value in row] for row in rows)
+    return Response(
+        buffer.getvalue(),
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+RULE_COLUMNS = [
+    "support",
+    "confidence",
+    "confidence_stderr",
+    "confidence_ci_low",
+    "confidence_ci_high",
+    "lift",
+    "lift_stderr",
+    "lift_ci_low",
+    "lift_ci_high",
+]
+
+
+def rules_csv(ctx: PanelContext) -> Response:
+    result = _result(ctx)
+    rows = [
+        ["; ".join(r.antecedent), "; ".join(r.consequent)]
+        + [getattr(r, column) for column in RULE_COLUMNS]
+        for r in result.rules
+    ]
+    header = ["antecedent", "consequent", *RULE_COLUMNS]
+    return _csv(header, rows, f"{result.collection}-{result.attribute}-rules.csv")
+
+
+def itemsets_csv(ctx: PanelContext) -> Response:
+    result = _result(ctx)
+    header = ["items", "support", "stderr", "ci_low", "ci_high"]
+    rows = [["; ".join(s.items), s.support, s.stderr, s.ci_low, s.ci_high] for s in result.itemsets]
+    return _csv(header, rows, f"{result.collection}-{result.attribute}-itemsets.csv")
+
+
+PANEL = Panel(
+    slug="itemsets",
+    title="Itemsets and rules",
+    view=view,
+    applies=lambda config: bool(basket_names(config)),
+    actions={"mine": mine},
+    downloads={"rules.csv": rules_csv, "itemsets.csv": itemsets_csv},
+)

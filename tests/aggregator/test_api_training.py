@@ -1,0 +1,239 @@
+"""Training jobs over the API: rounds close as their places fill, the model is released
+with its exact ε and a scikit-learn export, and bad input is refused with nothing kept."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import Engine, func, select, update
+from tests.aggregator.conftest import ADMIN, ANALYST, TestClient, spec_payload
+from tests.aggregator.training_helpers import (
+    LAYOUT,
+    answer,
+    ask,
+    jobs_path,
+    records,
+    spec,
+    take_part,
+)
+
+from ldp_aggregator.storage.jobs import jobs
+from ldp_aggregator.storage.training import training_reports, training_tokens
+from ldp_shared.analyses.logistic.planning import plan_training
+from ldp_shared.learning.layout import FeatureLayout
+from ldp_shared.rand import seeded_rng
+from ldp_shared.training_wire import TrainedModel, TrainingJob
+from ldp_shared.wire import encode_bits
+
+
+@pytest.fixture
+def train(client: TestClient) -> TestClient:
+    """The app with a collection ``train`` (any collection can hold training jobs)."""
+    response = client.post("/v1/collections", json=spec_payload(name="train"), headers=ADMIN)
+    assert response.status_code == 201, response.text
+    return client
+
+
+def create(client: TestClient, **changes: Any) -> TrainingJob:
+    response = client.post(jobs_path(), json=spec(**changes), headers=ANALYST)
+    assert response.status_code == 201, response.text
+    assert response.headers["Location"].endswith(response.json()["id"])
+    return TrainingJob.model_validate(response.json())
+
+
+def rows(engine: Engine, table: Any) -> int:
+    with engine.connect() as connection:
+        return int(connection.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+def test_a_job_closes_its_rounds_and_releases_its_model(train: TestClient, engine: Engine) -> None:
+    job = create(train)
+    assert job.status == "running" and job.round == 0 and job.weights == [0.0] * 6
+    # the planned values are filled in: step 1/S and half the layout's L∞ bound
+    assert job.spec.learning_rate == pytest.approx(1 / (4 / 4 + 1e-4))
+    assert job.spec.bound == 0.5 and job.loss is not None
+    assert math.isclose(job.gradient.exact_epsilon, 2.0, rel_tol=1e-9)
+    rng = seeded_rng(1)
+    closed = [take_part(train, job.id, r, rng)["round_closed"] for r in records(60)]
+    assert closed.count(True) == 3 and closed[19] and closed[39] and closed[59]
+    done = TrainingJob.model_validate(train.get(f"{jobs_path()}/{job.id}", headers=ANALYST).json())
+    assert done.status == "done" and done.round == 3 and len(done.curve) == 3
+    for log in done.curve:
+        assert (log.gradient_reports, log.loss_reports) == (18, 2)
+        assert log.loss is not None and log.loss_stderr is not None and log.noise_norm > 0
+    model = TrainedModel.model_validate(
+        train.get(f"{jobs_path()}/{job.id}/model", headers=ANALYST).json()
+    )
+    assert model.coordinates == ["intercept", "x1", "x2", "color=red", "color=green", "color=blue"]
+    assert len(model.weights) == 6 and model.rounds == 3 and model.delta == 0.0
+    assert model.epsilon == pytest.approx(2.0, rel=1e-9)
+    assert model.sklearn.intercept_ == [model.weights[0]]
+    assert model.sklearn.coef_ == [model.weights[1:]] and model.sklearn.classes_ == [0, 1]
+    # the reports are gone with their rounds, the tokens with the job
+    assert rows(engine, training_reports) == 0 and rows(engine, training_tokens) == 0
+    late = train.post(f"{jobs_path()}/{job.id}/participations")
+    assert late.status_code == 409 and late.json()["type"].endswith("/round-closed")
+
+
+def test_the_model_is_not_released_before_the_last_round(train: TestClient) -> None:
+    job = create(train)
+    response = train.get(f"{jobs_path()}/{job.id}/model", headers=ANALYST)
+    assert response.status_code == 409
+    assert "round 0 of 3" in response.json()["detail"]
+
+
+def test_a_report_for_a_closed_round_is_refused_and_not_kept(
+    train: TestClient, engine: Engine
+) -> None:
+    job = create(train)
+    rng = seeded_rng(2)
+    early = ask(train, job.id)
+    with engine.begin() as connection:  # its place expires: others may take it
+        connection.execute(
+            update(training_tokens).values(issued_unix=training_tokens.c.issued_unix - 10_000)
+        )
+    results = [take_part(train, job.id, record, rng) for record in records(20, seed=3)]
+    assert results[-1]["round_closed"] and results[-1]["round"] == 0
+    response = answer(train, early, records(1)[0], rng)
+    assert response.status_code == 409 and response.json()["type"].endswith("/round-closed")
+    assert "round 0" in response.json()["detail"]
+    assert rows(engine, training_reports) == 0  # round 1 has nothing; round 0's are gone
+
+
+def test_a_round_never_takes_more_reports_than_its_places(
+    train: TestClient, engine: Engine
+) -> None:
+    job = create(train, participation_seconds=600)
+    held = [ask(train, job.id) for _ in range(20)]
+    roles = sorted(p.role for p in held)
+    assert roles.count("loss") == 2 and roles.count("gradient") == 18
+    full = train.post(f"{jobs_path()}/{job.id}/participations")
+    assert full.status_code == 429 and full.headers["Retry-After"] == "1"
+    assert full.json()["type"].endswith("/rate-limited")
+    rng = seeded_rng(4)
+    for participation, record in zip(held, records(20, seed=5), strict=True):
+        assert answer(train, participation, record, rng).status_code == 200
+    # round 0 closed: a report on one of its tokens is for a closed round
+    again = answer(train, held[0], records(1)[0], rng)
+    assert again.status_code == 409 and again.json()["type"].endswith("/already-participated")
+    assert ask(train, job.id).round == 1
+
+
+def test_a_token_is_single_use(train: TestClient, engine: Engine) -> None:
+    job = create(train)
+    rng = seeded_rng(6)
+    participation = ask(train, job.id)
+    record = records(1)[0]
+    assert answer(train, participation, record, rng).status_code == 200
+    second = answer(train, participation, record, rng)
+    assert second.status_code == 409
+    assert second.json()["type"].endswith("/already-participated")
+    assert rows(engine, training_reports) == 1
+
+
+@pytest.mark.parametrize(
+    ("report", "status", "slug"),
+    [
+        ("AAA=", 422, "invalid-report"),  # 2 bytes: neither report size (3 and 1)
+        ("AAB=", 422, "invalid-report"),  # not canonical base64
+        ("not base64!", 422, "invalid-report"),
+        (float("nan"), 422, "invalid-request"),
+    ],
+)
+def test_a_malformed_report_is_refused_and_not_kept(
+    train: TestClient, engine: Engine, report: Any, status: int, slug: str
+) -> None:
+    job = create(train)
+    participation = ask(train, job.id)
+    url = f"{jobs_path()}/{job.id}/participations/{participation.token}"
+    body = {"report": report} if isinstance(report, str) else '{"report": NaN}'
+    if isinstance(report, str):
+        response = train.put(url, json=body)
+    else:
+        response = train.put(url, content=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == status, response.text
+    assert response.json()["type"].endswith(slug)
+    assert rows(engine, training_reports) == 0
+    # the token was not used up: the device may still answer properly
+    assert answer(train, participation, records(1)[0], seeded_rng(7)).status_code == 200
+
+
+def test_a_report_of_the_wrong_dimension_is_refused(train: TestClient, engine: Engine) -> None:
+    job = create(train)
+    participation = ask(train, job.id)
+    size = participation.loss if participation.role == "loss" else participation.gradient
+    assert size is not None
+    wrong = np.zeros(size.report_bytes + 3, dtype=np.uint8).tobytes()
+    url = f"{jobs_path()}/{job.id}/participations/{participation.token}"
+    response = train.put(url, json={"report": encode_bits(wrong)})
+    assert response.status_code == 422 and "bytes" in response.json()["detail"]
+    assert rows(engine, training_reports) == 0
+
+
+def test_an_unknown_token_or_job_is_not_found(train: TestClient) -> None:
+    job = create(train)
+    token = "A" * 43
+    response = train.put(f"{jobs_path()}/{job.id}/participations/{token}", json={"report": ""})
+    assert response.status_code == 404
+    missing = train.post(f"{jobs_path()}/{'B' * 22}/participations")
+    assert missing.status_code == 404 and "no training job" in missing.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"epsilon": 0.0},
+        {"epsilon": -1.0},
+        {"epsilon": float("inf")},
+        {"mechanism": "no-such-mechanism"},
+        {"round_size": None, "rounds": None},  # neither devices nor a plan
+        {"round_size": None, "rounds": None, "devices": 50},  # too few devices to plan
+        {"l2": -1.0},
+        {"loss_share": 1.0},
+        {"layout": {"label": "y", "positive": "yes"}},  # no feature
+    ],
+)
+def test_a_bad_spec_is_refused_and_nothing_stored(
+    train: TestClient, engine: Engine, changes: dict[str, Any]
+) -> None:
+    body = json.dumps(spec(**changes))  # Infinity travels as Python's JSON writes it
+    headers = {**ANALYST, "Content-Type": "application/json"}
+    response = train.post(jobs_path(), content=body, headers=headers)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert rows(engine, jobs) == 0
+
+
+def test_creating_and_reading_jobs_needs_the_analyst_token(train: TestClient) -> None:
+    assert train.post(jobs_path(), json=spec()).status_code == 401
+    job = create(train)
+    assert train.get(f"{jobs_path()}/{job.id}").status_code == 401
+    assert train.get(f"{jobs_path()}/{job.id}/model").status_code == 401
+    # devices need no token
+    assert train.post(f"{jobs_path()}/{job.id}/participations").status_code == 201
+
+
+def test_a_job_planned_from_its_devices_follows_the_library_plan(train: TestClient) -> None:
+
+    job = create(train, round_size=None, rounds=None, devices=50_000, epsilon=1.0, l2=0.01)
+    plan = plan_training(
+        FeatureLayout.model_validate(LAYOUT), 50_000, "sampled-piecewise", 1.0, l2=0.01
+    )
+    assert (job.spec.round_size, job.spec.rounds) == (plan.round_size, plan.rounds)
+    assert job.spec.learning_rate == plan.learning_rate and job.spec.bound == plan.bound
+
+
+def test_a_closed_round_leaves_no_write_ahead_log(train: TestClient, engine: Engine) -> None:
+    job = create(train)
+    rng = seeded_rng(8)
+    path = engine.url.database
+    assert path is not None
+    for record in records(20, seed=9):
+        take_part(train, job.id, record, rng)
+    wal = Path(f"{path}-wal")
+    assert not wal.exists() or wal.stat().st_size == 0  # round 0 closed: its order is gone

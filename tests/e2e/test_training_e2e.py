@@ -1,0 +1,99 @@
+"""A training job over HTTP with the SDK: 1,200 devices holding UCI breast-cancer records
+each send one perturbed report; the model beats the majority class on held-out records,
+and scikit-learn predicts the same with its export. A device's ledger and policy stop a
+second participation or an ε over its limit before anything is sent."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+from tests.e2e.conftest import ADMIN, ANALYST
+
+from ldp_client import DevicePolicy, LDPClient
+from ldp_shared.analyses.logistic.training import predict_proba
+from ldp_shared.errors import AlreadyParticipatedError, InvalidRecordError, PrivacyPolicyError
+from ldp_shared.rand import seeded_rng
+from ldp_shared.training_wire import TrainingSpec
+from ldp_simulation.datasets import load_breast_cancer
+from ldp_simulation.train_fleet import _collection_spec, device_records, layout_of, split
+
+COLLECTION = "training-demo"
+pytestmark = pytest.mark.e2e
+
+
+def _job(client: LDPClient, **changes: object) -> str:
+    data = load_breast_cancer()
+    values: dict[str, object] = {
+        "layout": layout_of(data),
+        "epsilon": 4.0,
+        "round_size": 20,
+        "rounds": 60,
+    }
+    values.update(changes)
+    return client.create_training_job(COLLECTION, TrainingSpec.model_validate(values)).id
+
+
+def test_a_fleet_trains_a_model_that_beats_the_majority_class(server: str) -> None:
+    data = load_breast_cancer()
+    train_rows, test_rows = split(data)
+    with LDPClient(server, token=ADMIN) as admin:
+        admin.create_collection(_collection_spec())
+    with LDPClient(server, token=ANALYST, rng=seeded_rng(5)) as client:
+        job_id = _job(client)
+        for record in device_records(data, train_rows, 1200):
+            client.participate(COLLECTION, job_id, record)
+        progress: list[int] = []
+        model = client.wait_training_job(
+            COLLECTION, job_id, timeout=30, on_progress=lambda job: progress.append(job.round)
+        )
+    assert progress[-1] == 60 and model.rounds == 60 and len(model.curve) == 60
+    assert math.isclose(model.epsilon, 4.0, rel_tol=1e-9) and model.delta == 0.0
+    layout = layout_of(data)
+    columns = {n: [data.values[i][j] for i in test_rows] for j, n in enumerate(data.features)}
+    x = layout.encode(columns)
+    y = layout.labels([data.labels[i] for i in test_rows])
+    ours = predict_proba(np.asarray(model.weights), x) >= 0.5
+    accuracy = float((ours == (y == 1)).mean())
+    majority = float(max(y.mean(), 1 - y.mean()))
+    assert majority < 0.64 and accuracy > 0.8, (accuracy, majority)
+    # the export: a LogisticRegression with these attributes predicts the same
+    sk = LogisticRegression()
+    sk.coef_ = np.asarray(model.sklearn.coef_)
+    sk.intercept_ = np.asarray(model.sklearn.intercept_)
+    sk.classes_ = np.asarray(model.sklearn.classes_)
+    assert np.array_equal(sk.predict(x[:, 1:]) == 1, ours)
+    # one loss report a round (5% of 20): each round's loss is estimated, with its error
+    assert all(log.loss_reports == 1 and log.loss_stderr is not None for log in model.curve)
+
+
+def test_the_device_ledger_and_policy_refuse_before_sending(server: str, tmp_path: Path) -> None:
+    data = load_breast_cancer()
+    record = device_records(data, split(data)[0], 1)[0]
+    with LDPClient(server, token=ADMIN) as admin:
+        admin.create_collection(_collection_spec())
+    with LDPClient(server, token=ANALYST) as analyst:
+        job_id = _job(analyst)
+        strict = _job(analyst, epsilon=8.0)
+    ledger = tmp_path / "device.ledger"
+    with LDPClient(server, ledger=ledger) as device:
+        assert device.participate(COLLECTION, job_id, record).round == 0
+        with pytest.raises(AlreadyParticipatedError, match="ledger"):
+            device.participate(COLLECTION, job_id, record)
+        assert device.ledger is not None
+        spent = device.ledger.spending(COLLECTION)
+        assert spent.reports == 1 and math.isclose(spent.epsilon, 4.0, rel_tol=1e-9)
+        with pytest.raises(PrivacyPolicyError, match="ε = 8"):
+            LDPClient(server, policy=DevicePolicy(max_epsilon_per_record=4.0)).participate(
+                COLLECTION, strict, record
+            )
+        with pytest.raises(InvalidRecordError):
+            device.participate(COLLECTION, strict, {**record, "mean_radius": float("nan")})
+        assert not device.ledger.participated(COLLECTION, strict)
+    with LDPClient(server, token=ANALYST) as analyst:
+        # one report from the first job; none reached the second
+        assert analyst.training_job(COLLECTION, job_id).received == 1
+        assert analyst.training_job(COLLECTION, strict).received == 0
