@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from ldp_aggregator.deps import AppState
 from ldp_aggregator.limits import BodySizeLimitMiddleware
 from ldp_aggregator.metrics import Metrics, MetricsMiddleware, count_database_errors
+from ldp_aggregator.openapi import document_truthfully
 from ldp_aggregator.problems import install_problem_handlers
 from ldp_aggregator.rate_limits import UploadLimits
 from ldp_aggregator.routes import analyses, collections, health, models, reports
@@ -81,6 +82,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.ldp = state
     install_problem_handlers(app)
+    document_truthfully(app)
     count_database_errors(app, state.metrics)
     app.include_router(health.router)
     app.include_router(collections.router)

@@ -41,6 +41,7 @@ from ldp_shared.errors import (
     PrivacyPolicyError,
     RateLimitedError,
     ReportRejectedError,
+    StorageFullError,
     TransportError,
     problem_type,
 )
@@ -62,6 +63,7 @@ HTTP_STATUS: dict[type[LDPError], int] = {
     MalformedRequestError: 400,
     InvalidRequestError: 422,
     TransportError: 503,
+    StorageFullError: 503,
     RateLimitedError: 429,
     ReportRejectedError: 422,
     PrivacyPolicyError: 403,
@@ -230,8 +232,30 @@ async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:
     return problem_response(exc.status_code, "about:blank", phrase, detail, headers=headers)
 
 
+SQLITE_FULL = 13
+"""SQLite's result code for a write that found no room (full disk, or max_page_count)."""
+POSTGRES_DISK_FULL = "53100"
+"""PostgreSQL's SQLSTATE ``disk_full``."""
+
+
+def is_storage_full(exc: OperationalError) -> bool:
+    """Whether the database refused a write for want of space (SQLite or PostgreSQL)."""
+    code = getattr(exc.orig, "sqlite_errorcode", None)
+    return (code is not None and code & 0xFF == SQLITE_FULL) or (
+        getattr(exc.orig, "sqlstate", None) == POSTGRES_DISK_FULL
+    )
+
+
 async def _on_database_unavailable(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, OperationalError)
+    if is_storage_full(exc):
+        logger.error("the database is full: %s", type(exc.orig).__name__)
+        return error_response(
+            StorageFullError,
+            "the database has no room left: nothing of this request was stored; send it"
+            " again once the operator has freed space",
+            headers={"Retry-After": "60"},
+        )
     logger.warning("database unavailable: %s", type(exc.orig).__name__)
     return error_response(TransportError, "the database is unavailable; retry later")
 
@@ -287,28 +311,8 @@ class UnexpectedErrorMiddleware:
             await response(scope, receive, send)
 
 
-def _problem_media_types_only(app: FastAPI, build: Callable[[], dict[str, Any]]) -> None:
-    """Make ``app.openapi`` state error answers as ``application/problem+json`` only
-    (FastAPI also lists ``application/json`` for any response with a model)."""
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = build()
-            for operations in schema.get("paths", {}).values():
-                for operation in operations.values():
-                    for status, response in operation.get("responses", {}).items():
-                        content = response.get("content", {})
-                        if str(status)[0] in "45" and PROBLEM_MEDIA_TYPE in content:
-                            content.pop("application/json", None)
-            app.openapi_schema = schema
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
-
-
 def install_problem_handlers(app: FastAPI) -> None:
-    """Answer every error of ``app`` with a problem document (and say so in OpenAPI)."""
-    _problem_media_types_only(app, app.openapi)
+    """Answer every error of ``app`` with a problem document."""
     app.add_exception_handler(LDPError, _on_ldp_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_exception)
@@ -346,7 +350,7 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         409: "Conflict (name taken, or too few reports to release)",
         413: "Request body too large",
         429: "Upload limit reached: retry after the Retry-After header's seconds",
-        503: "Database unavailable",
+        503: "Database unavailable or full: retry later",
     }
     out = dict(PROBLEM_RESPONSES)
     for status in statuses:

@@ -160,6 +160,17 @@ class RateLimitedError(TransportError):
         self.retry_after = retry_after
 
 
+class StorageFullError(TransportError):
+    """The aggregator's database has no room left (a full disk or quota).
+
+    Nothing of the refused request was stored; the same request succeeds once space is
+    freed. A :class:`TransportError` for the same reason as :class:`RateLimitedError`.
+    """
+
+    type_slug = "storage-full"
+    title = "Storage full"
+
+
 class ReportRejectedError(LDPError):
     """The aggregator refused one or more reports of a batch (client side)."""
 
@@ -218,6 +229,7 @@ ALL_ERRORS: tuple[type[LDPError], ...] = (
     InvalidRequestError,
     TransportError,
     RateLimitedError,
+    StorageFullError,
     ReportRejectedError,
     PrivacyPolicyError,
     JobCancelledError,

@@ -18,6 +18,7 @@ from ldp_shared.collection import AttributeConfig
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.kernel import z_value
 from ldp_shared.mechanisms import Mask
+from ldp_shared.wire import checked_range
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9_-]{16,32}$"
 
@@ -40,20 +41,43 @@ class ItemsetQuery(_Wire):
     attribute: str | None = Field(
         default=None, description="the MASK attribute; may be left out if there is only one"
     )
-    min_support: float = Field(description="minimum support, in (0, 1]")
-    max_size: int | None = Field(default=None, description="longest itemset (1 to 12)")
-    min_confidence: float = Field(default=0.5, description="minimum rule confidence, in [0, 1]")
+    min_support: float = Field(
+        description="minimum support, in (0, 1]", json_schema_extra=checked_range(gt=0, le=1)
+    )
+    max_size: int | None = Field(
+        default=None,
+        description=f"longest itemset (1 to {MAX_ITEMSET_SIZE})",
+        json_schema_extra=checked_range(ge=1, le=MAX_ITEMSET_SIZE),
+    )
+    min_confidence: float = Field(
+        default=0.5,
+        description="minimum rule confidence, in [0, 1]",
+        json_schema_extra=checked_range(ge=0, le=1),
+    )
     support_reduction: float = Field(
         default=0.0,
         description="r in [0, 1): mine at min_support·(1 - r), the paper's coverage mode",
+        json_schema_extra=checked_range(ge=0, lt=1),
     )
-    confidence: float = Field(default=0.95, description="level of the support intervals")
-    max_rules: int = Field(default=1000, description="rules returned at most (strongest first)")
+    confidence: float = Field(
+        default=0.95,
+        description="level of the support intervals, in (0, 1)",
+        json_schema_extra=checked_range(gt=0, lt=1),
+    )
+    max_rules: int = Field(
+        default=1000,
+        description="rules returned at most (strongest first)",
+        json_schema_extra=checked_range(ge=0, le=MAX_RULES),
+    )
     privacy_weight: float = Field(
-        default=1.0, description="weight a of the 1s in MASK's privacy measure, in [0, 1]"
+        default=1.0,
+        description="weight a of the 1s in MASK's privacy measure, in [0, 1]",
+        json_schema_extra=checked_range(ge=0, le=1),
     )
     wait_seconds: float = Field(
-        default=5.0, description="how long the request waits for the result before a 202"
+        default=5.0,
+        description="how long the request waits for the result before a 202",
+        json_schema_extra=checked_range(ge=0, le=MAX_WAIT_SECONDS),
     )
 
     def check_ranges(self) -> None:

@@ -30,6 +30,7 @@ from ldp_shared.identifiers import (
 )
 from ldp_shared.knn_cells import KnnCells
 from ldp_shared.mechanisms.base import AttributeSpec
+from ldp_shared.wire import checked_range
 
 __all__ = [
     "ATTRIBUTE_NAME_PATTERN",
@@ -75,7 +76,9 @@ class CollectionSpec(_Frozen):
     # (AttributeSpec dispatches), and serialised with that class's fields.
     attributes: list[SerializeAsAny[AttributeSpec]] = Field(min_length=1, max_length=256)
     epsilon: float | None = Field(
-        default=None, description="ε per record, split over the non-MASK attributes"
+        default=None,
+        description="ε per record, split over the non-MASK attributes",
+        json_schema_extra=checked_range(gt=0),
     )
     budget: BudgetMode = "split"
     release: ReleasePolicy = ReleasePolicy()

@@ -12,11 +12,36 @@ import secrets
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 
 from ldp_shared.errors import InvalidReportError
 
 REPORT_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
 MAX_BATCH = 10_000
+
+
+def checked_range(
+    *,
+    gt: float | None = None,
+    ge: float | None = None,
+    lt: float | None = None,
+    le: float | None = None,
+) -> JsonDict:
+    """The JSON-schema bounds of a number that the code checks itself.
+
+    Passed as ``json_schema_extra`` so that the OpenAPI document states the range a value
+    must lie in (a request within every stated bound is not refused for its ranges),
+    while the check keeps answering with its own problem (``invalid-query``) instead of
+    a generic validation failure. ``tests/aggregator/test_openapi.py`` holds the two
+    together at every bound.
+    """
+    stated: dict[str, float | None] = {
+        "exclusiveMinimum": gt,
+        "minimum": ge,
+        "exclusiveMaximum": lt,
+        "maximum": le,
+    }
+    return {key: bound for key, bound in stated.items() if bound is not None}
 
 
 def new_report_id() -> str:
@@ -50,11 +75,16 @@ class _Wire(BaseModel):
 
 
 class Report(_Wire):
-    """One perturbed record."""
+    """One perturbed record.
 
-    id: str = Field(max_length=128, description="client-chosen random id; retries reuse it")
-    config_hash: str = Field(max_length=128)
-    bits: str = Field(max_length=1_000_000, description="packed perturbed bits, base64")
+    The members' types are the request's shape (a batch with a report of another shape
+    is refused whole); their values are judged report by report, each answering an
+    outcome of its own (``id`` must match :data:`REPORT_ID_PATTERN`).
+    """
+
+    id: str = Field(description="client-chosen random id; retries reuse it")
+    config_hash: str = Field(description="the collection's config hash")
+    bits: str = Field(description="packed perturbed bits, canonical base64 with padding")
 
 
 class ReportBatch(_Wire):

@@ -1,4 +1,6 @@
-"""Fixtures of the aggregator tests: an app on a fresh SQLite file, tokens, report makers."""
+"""Fixtures of the aggregator tests: an app on a fresh database (a SQLite file, or a
+PostgreSQL schema under ``LDPCOLLECT_TEST_ENGINE=postgresql``: ``tests/engines.py``),
+tokens, report makers."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from sqlalchemy import Engine, select
+from tests.engines import database_url
 
 from ldp_aggregator.app import create_app
 from ldp_aggregator.collections import create_collection
@@ -149,7 +152,7 @@ def assert_stored_and_recounted(engine: Engine, name: str, acknowledged: set[str
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(
-        database_url=f"sqlite:///{tmp_path / 'ldp.db'}",
+        database_url=database_url(tmp_path / "ldp.db"),
         admin_token=ADMIN_TOKEN,
         analyst_token=ANALYST_TOKEN,
         max_body_bytes=1_000_000,
@@ -161,13 +164,23 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "store.db"
 
 
-@pytest.fixture
-def store(db_path: Path) -> Iterator[Engine]:
-    """A migrated SQLite file of its own, without an app."""
-    engine = make_engine(f"sqlite:///{db_path}")
+def _migrated(url: str) -> Iterator[Engine]:
+    engine = make_engine(url)
     upgrade(engine)
     yield engine
     engine.dispose()
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[Engine]:
+    """A migrated database of its own, without an app (SQLite: the file ``db_path``)."""
+    yield from _migrated(database_url(db_path))
+
+
+@pytest.fixture
+def sqlite_store(db_path: Path) -> Iterator[Engine]:
+    """The migrated SQLite file ``db_path``, whatever engine the other tests run on."""
+    yield from _migrated(f"sqlite:///{db_path}")
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from ldp_shared.errors import (
     InvalidReportError,
     JobCancelledError,
     LDPError,
+    StorageFullError,
     TransportError,
 )
 
@@ -109,7 +110,13 @@ def test_apps_share_nothing(tmp_path: Path) -> None:
 
 
 def test_every_error_class_has_an_http_status() -> None:
-    server_side = {LDPError, TransportError, JobCancelledError, CorruptStatisticsError}
+    server_side = {
+        LDPError,
+        TransportError,
+        StorageFullError,
+        JobCancelledError,
+        CorruptStatisticsError,
+    }
     for error in ALL_ERRORS:
         assert error in HTTP_STATUS or error.__mro__[1] in HTTP_STATUS
         # only the server's own failures answer 5xx; every refusal of input is a 4xx

@@ -60,40 +60,43 @@ def test_killed_between_requests_the_log_is_empty(tmp_path: Path) -> None:
     reopen_and_recount(path, {r["id"] for items in requests for r in items})
 
 
-def test_killed_mid_ingestion_acknowledged_reports_survive(tmp_path: Path) -> None:
-    path = tmp_path / "agg.db"
+def load_then_kill(server: AggregatorProcess, config: CollectionConfig) -> set[str]:
+    """``CLIENTS`` clients send single-report requests until the server is killed with
+    SIGKILL ``RUN_SECONDS`` in; the ids it acknowledged (200, ``accepted``)."""
     acknowledged: set[str] = set()
     lock = threading.Lock()
     stop = threading.Event()
-    with aggregator_process(f"sqlite:///{path}", ADMIN_TOKEN, ANALYST_TOKEN) as server:
-        config = create(server.base_url)
+    queues = [seeded_requests(config, 1500, seed, largest=1) for seed in range(CLIENTS)]
 
-        queues = [seeded_requests(config, 1500, seed, largest=1) for seed in range(CLIENTS)]
+    def client(seed: int) -> None:
+        with httpx.Client(base_url=server.base_url, timeout=60) as http:
+            for items in queues[seed]:
+                if stop.is_set():
+                    return
+                try:
+                    answer = http.post("/v1/collections/survey/reports", json={"reports": items})
+                except httpx.HTTPError:
+                    return  # the server died under this request: not acknowledged
+                if answer.status_code == 200 and answer.json()["accepted"] == 1:
+                    with lock:
+                        acknowledged.add(items[0]["id"])
 
-        def client(seed: int) -> None:
-            with httpx.Client(base_url=server.base_url, timeout=60) as http:
-                for items in queues[seed]:
-                    if stop.is_set():
-                        return
-                    try:
-                        answer = http.post(
-                            "/v1/collections/survey/reports", json={"reports": items}
-                        )
-                    except httpx.HTTPError:
-                        return  # the server died under this request: not acknowledged
-                    if answer.status_code == 200 and answer.json()["accepted"] == 1:
-                        with lock:
-                            acknowledged.add(items[0]["id"])
-
-        threads = [threading.Thread(target=client, args=(seed,)) for seed in range(CLIENTS)]
-        for thread in threads:
-            thread.start()
-        time.sleep(RUN_SECONDS)
-        kill(server)  # whatever is in flight
-        stop.set()
-        for thread in threads:
-            thread.join(60)
+    threads = [threading.Thread(target=client, args=(seed,)) for seed in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    time.sleep(RUN_SECONDS)
+    kill(server)  # whatever is in flight
+    stop.set()
+    for thread in threads:
+        thread.join(60)
     assert len(acknowledged) > CLIENTS
+    return acknowledged
+
+
+def test_killed_mid_ingestion_acknowledged_reports_survive(tmp_path: Path) -> None:
+    path = tmp_path / "agg.db"
+    with aggregator_process(f"sqlite:///{path}", ADMIN_TOKEN, ANALYST_TOKEN) as server:
+        acknowledged = load_then_kill(server, create(server.base_url))
     _, wal = read_files(path)  # before anything opens the database again
     stored = reopen_and_recount(path, acknowledged)
     in_log = wal_positions(wal, stored)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, inspect, select
 
 from ldp_aggregator.storage.migrate import upgrade
 from ldp_aggregator.storage.tables import models
@@ -220,9 +220,7 @@ def test_frequencies_of_a_label_collection(client: TestClient, budget: str) -> N
 
 def test_migration_creates_the_models_table(engine: Engine) -> None:
     upgrade(engine)  # idempotent
-    with engine.connect() as connection:
-        names = {row[0] for row in connection.exec_driver_sql("SELECT name FROM sqlite_master")}
-    assert "models" in names
+    assert "models" in inspect(engine).get_table_names()
 
 
 def test_frequencies_under_the_sample_budget_without_label(client: TestClient) -> None:

@@ -53,6 +53,12 @@ NO_ORDER = 0.15
 DAY = date(2024, 6, 11)
 
 
+@pytest.fixture
+def store(sqlite_store: Engine) -> Engine:
+    """This file reads SQLite's own files: its store is SQLite on either test engine."""
+    return sqlite_store
+
+
 def ingest_in_order(
     writer: ReportWriter, survey: StoredCollection, requests: list[list[dict[str, str]]]
 ) -> Arrival:

@@ -2,23 +2,22 @@
 
 Runs against ``LDPCOLLECT_TEST_POSTGRES_URL`` (``postgresql+psycopg://user@host:port/db``),
 by default the local server at ``127.0.0.1:5432``, database ``test``; each run works in a
-schema of its own and drops it afterwards. Where no server answers, the tests are skipped
-and say so, except under ``CI=true``, where that is an error: CI must run them.
+schema of its own and drops it afterwards (``tests/engines.py``). Where no server answers,
+the tests are skipped and say so, except under ``CI=true``, where that is an error: CI
+must run them.
 """
 
 from __future__ import annotations
 
-import os
-import secrets
 import threading
 from collections.abc import Iterator
-from urllib.parse import quote
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, text
+from tests.engines import POSTGRES_URL, drop_schema, new_postgres_schema
 
 from ldp_aggregator.app import create_app
 from ldp_aggregator.collections import create_collection
@@ -43,25 +42,7 @@ from .conftest import (
     state_of,
 )
 
-DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-
-
-def _reachable_url() -> str:
-    """The test server's URL, or "" when none answers (an error under CI)."""
-    url = os.environ.get("LDPCOLLECT_TEST_POSTGRES_URL") or DEFAULT_URL
-    try:
-        probe = create_engine(url, connect_args={"connect_timeout": 5})
-        with probe.connect() as connection:
-            connection.execute(text("SELECT 1"))
-        probe.dispose()
-    except Exception as error:
-        if os.environ.get("CI", "").lower() == "true":
-            raise RuntimeError(f"CI must run the PostgreSQL tests: {url} is unreachable") from error
-        return ""
-    return url
-
-
-BASE_URL = _reachable_url()
+BASE_URL = POSTGRES_URL
 pytestmark = pytest.mark.skipif(
     not BASE_URL,
     reason="no PostgreSQL server answers (set LDPCOLLECT_TEST_POSTGRES_URL to run these tests)",
@@ -70,15 +51,9 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
-    schema = f"ldp_test_{secrets.token_hex(6)}"
-    admin = create_engine(BASE_URL)
-    with admin.begin() as connection:
-        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    separator = "&" if "?" in BASE_URL else "?"
-    yield f"{BASE_URL}{separator}options={quote(f'-csearch_path={schema}')}"
-    with admin.begin() as connection:
-        connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
+    url = new_postgres_schema()
+    yield url
+    drop_schema(url)
 
 
 @pytest.fixture
@@ -140,3 +115,16 @@ def test_the_api_on_postgres(pg_url: str) -> None:
         assert estimate.status_code == 200 and estimate.json()["n_reports"] == 40
         state = snapshot(state_of(client).engine, "survey")
         assert state.n_reports == state.rows == 40
+
+
+def test_every_session_plans_each_statement_for_its_values(pg: Engine) -> None:
+    """A generic plan kept for a prepared statement once made ingestion ten times slower
+    (see ``storage/engine.py``); the setting that prevents it survives the pool's resets."""
+    for _ in range(3):
+        with pg.connect() as connection:
+            shown = connection.execute(text("SHOW plan_cache_mode")).scalar_one()
+            assert shown == "force_custom_plan"
+            connection.rollback()
+    pg.dispose()
+    with pg.begin() as connection:
+        assert connection.execute(text("SHOW plan_cache_mode")).scalar_one() == "force_custom_plan"

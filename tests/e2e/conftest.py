@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+from tests.engines import database_url
 
 from ldp_aggregator.app import create_app
 from ldp_aggregator.settings import Settings
@@ -41,9 +42,9 @@ def serving(settings: Settings) -> Iterator[str]:
 
 
 def e2e_settings(tmp_path: Path, **changes: Any) -> Settings:
-    """Settings on a fresh SQLite file with the test tokens (and ``changes``)."""
+    """Settings on a fresh database with the test tokens (and ``changes``)."""
     return Settings(
-        database_url=f"sqlite:///{tmp_path / 'agg.db'}",
+        database_url=database_url(tmp_path / "agg.db"),
         admin_token=ADMIN,
         analyst_token=ANALYST,
         **changes,

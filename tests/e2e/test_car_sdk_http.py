@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+from tests.engines import database_url
 
 from ldp_aggregator.app import create_app
 from ldp_aggregator.settings import Settings
@@ -24,7 +25,7 @@ Z_LIMIT = 4.0  # |f̂ - f| / se over 25 values: P(any beyond 4 se) < 0.002
 
 async def _run(database: Path, mechanism: str) -> dict[str, tuple[list[float], list[float], int]]:
     settings = Settings(
-        database_url=f"sqlite:///{database}", admin_token=ADMIN, analyst_token=ANALYST
+        database_url=database_url(database), admin_token=ADMIN, analyst_token=ANALYST
     )
     app = create_app(settings)
     car = load_car()

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from mlxtend.frequent_patterns import association_rules
+from tests.engines import database_url
 
 from ldp_aggregator.app import create_app
 from ldp_aggregator.settings import Settings
@@ -50,7 +51,7 @@ def z_critical(alpha: float) -> float:
 
 async def _run(database: Path, baskets: list[list[str]], names: list[str]) -> ItemsetResult:
     settings = Settings(
-        database_url=f"sqlite:///{database}", admin_token=ADMIN, analyst_token=ANALYST
+        database_url=database_url(database), admin_token=ADMIN, analyst_token=ANALYST
     )
     app = create_app(settings)
     async with app.router.lifespan_context(app):

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from tests.engines import database_url
 
 from ldp_aggregator.app import create_app
 from ldp_aggregator.settings import Settings
@@ -32,7 +33,7 @@ MAJORITY = 1210 / 1728  # always answering "unacc"
 
 async def _run(database: Path, budget: str, epsilon: float) -> dict[str, Any]:
     settings = Settings(
-        database_url=f"sqlite:///{database}", admin_token=ADMIN, analyst_token=ANALYST
+        database_url=database_url(database), admin_token=ADMIN, analyst_token=ANALYST
     )
     app = create_app(settings)
     car = load_car()

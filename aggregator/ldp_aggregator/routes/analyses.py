@@ -13,9 +13,18 @@ from ldp_aggregator.frequencies import estimate_frequencies
 from ldp_aggregator.means import estimate_mean
 from ldp_aggregator.problems import problem_responses
 from ldp_aggregator.quantiles import estimate_quantiles
-from ldp_shared.wire import FrequencyResult, MeanResult, QuantileResult
+from ldp_shared.wire import FrequencyResult, MeanResult, QuantileResult, checked_range
 
 router = APIRouter(prefix="/v1/collections", tags=["analyses"])
+
+ConfidenceLevel = Annotated[
+    float,
+    Query(
+        description="confidence level of the intervals, in (0, 1)",
+        json_schema_extra=checked_range(gt=0, lt=1),
+    ),
+]
+"""The ``confidence`` query parameter (checked by the estimators: 422 ``invalid-query``)."""
 
 
 @router.get(
@@ -28,9 +37,7 @@ def frequencies(
     name: str,
     request: Request,
     attribute: Annotated[str, Query(description="the attribute to estimate")],
-    confidence: Annotated[
-        float, Query(description="confidence level of the intervals, in (0, 1)")
-    ] = 0.95,
+    confidence: ConfidenceLevel = 0.95,
     postprocess: Annotated[
         str,
         Query(
@@ -57,9 +64,7 @@ def means(
     name: str,
     request: Request,
     attribute: Annotated[str, Query(description="the numeric attribute to estimate")],
-    confidence: Annotated[
-        float, Query(description="confidence level of the interval, in (0, 1)")
-    ] = 0.95,
+    confidence: ConfidenceLevel = 0.95,
 ) -> MeanResult:
     """The unbiased mean of a numeric attribute with its standard error and interval, in O(1)."""
     state = app_state(request)
@@ -80,9 +85,7 @@ def quantiles(
     q: Annotated[
         str, Query(description="comma-separated levels in (0, 1), e.g. 0.25,0.5,0.9")
     ] = "0.25,0.5,0.75",
-    confidence: Annotated[
-        float, Query(description="confidence level of the intervals, in (0, 1)")
-    ] = 0.95,
+    confidence: ConfidenceLevel = 0.95,
 ) -> QuantileResult:
     """Quantiles of a histogram attribute, interpolated within their bins, with intervals
     from the inverted pointwise band of the estimated CDF."""

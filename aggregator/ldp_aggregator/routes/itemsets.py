@@ -21,6 +21,7 @@ from ldp_shared.itemset_wire import (
     MaskPrivacy,
     mask_privacy,
 )
+from ldp_shared.wire import checked_range
 
 
 @asynccontextmanager
@@ -97,13 +98,21 @@ def privacy(
     name: str,
     request: Request,
     average_support: Annotated[
-        float, Query(description="s0: the average support of an item, in (0, 1)")
+        float,
+        Query(
+            description="s0: the average support of an item, in (0, 1)",
+            json_schema_extra=checked_range(gt=0, lt=1),
+        ),
     ],
     attribute: Annotated[
         str | None, Query(description="the MASK attribute (optional if there is one)")
     ] = None,
     weight: Annotated[
-        float, Query(description="a: the weight of the 1s (purchases), in [0, 1]")
+        float,
+        Query(
+            description="a: the weight of the 1s (purchases), in [0, 1]",
+            json_schema_extra=checked_range(ge=0, le=1),
+        ),
     ] = 1.0,
 ) -> MaskPrivacy:
     """MASK's privacy of a basket attribute (public, from the config alone): ε per item
