@@ -229,6 +229,8 @@ def test_a_job_planned_from_its_devices_follows_the_library_plan(train: TestClie
 
 
 def test_a_closed_round_leaves_no_write_ahead_log(train: TestClient, engine: Engine) -> None:
+    if engine.dialect.name != "sqlite":
+        pytest.skip("a SQLite file's write-ahead log (the PostgreSQL pass has none)")
     job = create(train)
     rng = seeded_rng(8)
     path = engine.url.database
