@@ -32,6 +32,7 @@ from ldp_aggregator.cli import (
 from ldp_shared.errors import AuthenticationError
 from ldp_shared.mechanisms.gradient import gradient_mechanism_names
 from ldp_simulation.fleet import frequency_demo_mechanisms
+from ldp_simulation.progress import ProgressBars
 from ldp_simulation.report_command import add_report_command, run_report
 
 
@@ -62,6 +63,22 @@ def _confidence(text: str) -> float:
     return value
 
 
+MIN_DEMO_CLIENTS = 10_000
+"""Below this, the demo's collections would release nothing: each attribute of the
+naive-Bayes and numeric collections needs 1,000 reports (a third or less of the clients
+under the ``sample`` budget)."""
+
+
+def _demo_clients(text: str) -> int:
+    value = _positive_int(text)
+    if value < MIN_DEMO_CLIENTS:
+        raise argparse.ArgumentTypeError(
+            f"must be at least {MIN_DEMO_CLIENTS:,}: below that the demo's collections release"
+            f" nothing (each attribute needs 1,000 reports), got {value:,}"
+        )
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole ``ldpcollect`` command line."""
     parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
@@ -86,7 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
             "--epsilon", type=_positive_float, default=4.0, help="ε per record (default 4)"
         )
         sub.add_argument(
-            "--clients", type=_positive_int, default=100_000, help="at least this many clients"
+            "--clients",
+            type=_demo_clients,
+            default=100_000,
+            help=f"at least this many clients (default 100,000; at least {MIN_DEMO_CLIENTS:,})",
         )
         sub.add_argument("--mechanism", choices=frequency_demo_mechanisms(), default="oue")
         sub.add_argument("--confidence", type=_confidence, default=0.95)
@@ -171,14 +191,6 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress_bar(sent: int, total: int) -> None:
-    width = 30
-    filled = int(width * sent / total)
-    bar = "#" * filled + "-" * (width - filled)
-    end = "\n" if sent >= total else ""
-    print(f"\rclients reporting [{bar}] {sent:,}/{total:,}", end=end, file=sys.stderr, flush=True)
-
-
 def _demo(args: argparse.Namespace) -> int:
     from ldp_simulation.demo import format_table, run_demo, simulate
     from ldp_simulation.fleet import DemoOptions
@@ -192,7 +204,7 @@ def _demo(args: argparse.Namespace) -> int:
         budget=args.budget,
     )
     show_progress = not args.json or sys.stderr.isatty()
-    progress = _progress_bar if show_progress else None
+    progress = ProgressBars() if show_progress else None
     if args.command == "simulate":
         if not args.admin_token or not args.analyst_token:
             raise AuthenticationError(
@@ -202,10 +214,12 @@ def _demo(args: argparse.Namespace) -> int:
         result = simulate(args.url, args.admin_token, args.analyst_token, options, progress)
     else:
         result = run_demo(options, progress)
+    if progress is not None:
+        progress.close()
     if args.json:
         print(json.dumps(result.to_json()))
     else:
-        print(format_table(result))
+        print(format_table(result, f"{PROG} {args.command}"))
     return 0
 
 

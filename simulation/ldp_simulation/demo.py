@@ -24,7 +24,7 @@ from __future__ import annotations
 import secrets
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from ldp_simulation.demo_itemsets import ItemsetDemoOptions, simulate_itemsets
 from ldp_simulation.demo_naive_bayes import format_naive_bayes, simulate_naive_bayes
 from ldp_simulation.demo_numeric import format_numeric, simulate_numeric
 from ldp_simulation.fleet import DemoOptions, running_aggregator
+from ldp_simulation.progress import Progress
 
 
 @dataclass
@@ -53,6 +54,10 @@ class DemoResult:
     mechanism: str
     n_reports: int
     epsilon: float
+    """ε per record as asked for (``--epsilon``)."""
+    exact_epsilon: float
+    """ε per record computed back from the mechanisms' probabilities (it may differ from
+    :attr:`epsilon` in the last bits of a float: 3.9999999999999987 for 4)."""
     confidence: float
     attributes: dict[str, FrequencyResult]
     truth: dict[str, list[float]]
@@ -81,6 +86,7 @@ class DemoResult:
             "mechanism": self.mechanism,
             "n_reports": self.n_reports,
             "epsilon": self.epsilon,
+            "exact_epsilon": self.exact_epsilon,
             "confidence": self.confidence,
             "frequencies": {
                 name: frequency_json(r, self.truth[name]) for name, r in self.attributes.items()
@@ -97,7 +103,7 @@ def simulate(
     admin_token: str,
     analyst_token: str,
     options: DemoOptions,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> DemoResult:
     """Play one client per record against running aggregators, then read the estimates.
 
@@ -117,7 +123,8 @@ def simulate(
         dataset=frequencies.dataset.name,
         mechanism=options.mechanism,
         n_reports=first.n_reports,
-        epsilon=first.record_epsilon,
+        epsilon=options.epsilon,
+        exact_epsilon=first.record_epsilon,
         confidence=options.confidence,
         attributes=frequencies.attributes,
         truth=frequencies.truth,
@@ -133,9 +140,7 @@ def simulate(
     )
 
 
-def run_demo(
-    options: DemoOptions, progress: Callable[[int, int], None] | None = None
-) -> DemoResult:
+def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoResult:
     """The whole demo: a fresh aggregator on a temporary SQLite file, then :func:`simulate`."""
     started = time.perf_counter()
     admin_token = secrets.token_urlsafe(24)
@@ -148,11 +153,12 @@ def run_demo(
     return result
 
 
-def format_table(result: DemoResult) -> str:
-    """The text the demo prints: the frequency tables, naive Bayes, itemsets, coverage."""
+def format_table(result: DemoResult, title: str = "ldpcollect demo") -> str:
+    """The text the demo prints: the frequency tables, naive Bayes, itemsets, coverage;
+    ``title`` names the command that ran (``ldpcollect demo`` or ``ldpcollect simulate``)."""
     level = f"{result.confidence:.0%}"
     lines = [
-        f"ldpcollect demo: {result.n_reports:,} clients reported the {result.dataset} data "
+        f"{title}: {result.n_reports:,} clients reported the {result.dataset} data "
         f"with {result.mechanism.upper()} at ε = {result.epsilon:.3g} per record",
         *explain_clients(result.n_reports, result.dataset_records),
         *explain_split(result),

@@ -9,7 +9,7 @@ the demo (never the aggregator) knows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import FrequencyResult
 from ldp_simulation.datasets import CategoricalDataset, load_car
 from ldp_simulation.fleet import DemoOptions, replicate, report_records
+from ldp_simulation.progress import Progress
 
 DEMO_COLLECTION = "car-demo"
 
@@ -66,7 +67,7 @@ def simulate_frequencies(
     admin_token: str,
     analyst_token: str,
     options: DemoOptions,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> FrequencyDemo:
     """Report whole copies of the car data, one client per record; read every attribute."""
     dataset = load_car()

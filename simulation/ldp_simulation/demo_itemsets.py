@@ -15,7 +15,6 @@ no licence question arises.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldp_client import LDPClient
+from ldp_client.itemsets import job_result
 from ldp_shared.analyses.itemsets import (
     BitChannel,
     FrequentItemsets,
@@ -33,14 +33,20 @@ from ldp_shared.analyses.itemsets import (
     evaluate_supports,
     mine_frequent_itemsets,
 )
+from ldp_shared.errors import TransportError
 from ldp_shared.itemset_wire import ItemsetResult
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 from ldp_simulation.baskets import QuestParameters, basket_lists, item_names, quest_baskets
 from ldp_simulation.fleet import ensure_collection
+from ldp_simulation.progress import Progress
 
 ITEMSET_COLLECTION = "baskets-demo"
 DATA_SEED = 2024
+
+
+MINING_TIMEOUT = 600.0
+"""How long the demo waits for its mining job (seconds)."""
 
 
 @dataclass(frozen=True)
@@ -236,7 +242,7 @@ def run_itemsets_demo(
     admin_token: str,
     analyst_token: str,
     options: ItemsetDemoOptions | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> ItemsetDemoResult:
     """Play one client per basket against a running aggregator, mine, compare with the truth."""
     started = time.perf_counter()
@@ -252,19 +258,13 @@ def run_itemsets_demo(
         nonlocal sent
         sent += count
         if progress is not None:
-            progress(sent, len(records))
+            progress.count(f"{ITEMSET_COLLECTION}: clients reporting", sent, len(records))
 
     rng = None if opts.seed is None else seeded_rng(opts.seed)
     with LDPClient(base_url, rng=rng) as client:
         client.submit(ITEMSET_COLLECTION, records, batch_size=opts.batch_size, progress=on_batch)
     with LDPClient(base_url, token=analyst_token, timeout=60.0) as analyst:
-        released = analyst.mine_itemsets(
-            ITEMSET_COLLECTION,
-            min_support=opts.min_support,
-            min_confidence=opts.min_confidence,
-            support_reduction=opts.support_reduction,
-            max_rules=100,
-        )
+        released = _mine(analyst, opts, progress)
     truth = mine_frequent_itemsets(
         PackedBits(packed), opts.items, BitChannel.exact(), opts.min_support
     )
@@ -278,6 +278,32 @@ def run_itemsets_demo(
         names=names,
         seconds=time.perf_counter() - started,
     )
+
+
+def _mine(analyst: LDPClient, opts: ItemsetDemoOptions, progress: Progress | None) -> ItemsetResult:
+    """Start the mining job and poll it, showing its progress, until it is done."""
+    label = f"{ITEMSET_COLLECTION}: mining itemsets"
+    job = analyst.start_itemsets(
+        ITEMSET_COLLECTION,
+        min_support=opts.min_support,
+        min_confidence=opts.min_confidence,
+        support_reduction=opts.support_reduction,
+        max_rules=100,
+        wait_seconds=0.5,
+    )
+    deadline = time.monotonic() + MINING_TIMEOUT
+    while True:
+        if progress is not None:
+            progress.status(label, job.progress or job.status)
+        result = job_result(job)
+        if result is not None:
+            return result
+        if time.monotonic() > deadline:
+            raise TransportError(
+                f"mining job {job.id!r} is still {job.status} after {MINING_TIMEOUT:g} s"
+            )
+        time.sleep(0.5)
+        job = analyst.itemset_job(ITEMSET_COLLECTION, job.id)
 
 
 def exact_supports(
@@ -303,7 +329,7 @@ def simulate_itemsets(
     admin_token: str,
     analyst_token: str,
     options: ItemsetDemoOptions | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[dict[str, Any], str]:
     """``(json_block, text)`` of the itemset demo (see :func:`run_itemsets_demo`)."""
     result = run_itemsets_demo(base_url, admin_token, analyst_token, options, progress)

@@ -12,7 +12,7 @@ is not installed) fit on the true training records.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ from ldp_shared.mechanisms.registry import DEFAULT_MECHANISM, spec_class
 from ldp_shared.schema import CollectionSpec
 from ldp_simulation.datasets import load_car
 from ldp_simulation.fleet import DemoOptions, replicate, report_records
+from ldp_simulation.progress import Progress
 
 NB_COLLECTION = "car-demo-nb"
 LABEL = "class"
@@ -104,7 +105,7 @@ def simulate_naive_bayes(
     admin_token: str,
     analyst_token: str,
     options: DemoOptions,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> NaiveBayesDemo:
     """Report the training split through the SDK, train over HTTP, score the held-out split."""
     car = load_car()

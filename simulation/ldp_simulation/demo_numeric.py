@@ -24,7 +24,7 @@ mechanism is chosen by the ε it is allotted (:func:`choose_mechanism`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -41,6 +41,7 @@ from ldp_shared.wire import FrequencyResult, MeanResult
 from ldp_simulation.datasets import MixedDataset, load_adult
 from ldp_simulation.demo_frequencies import format_frequencies, frequency_json, true_frequencies
 from ldp_simulation.fleet import DemoOptions, replicate, report_records
+from ldp_simulation.progress import Progress
 
 NUMERIC_COLLECTION = "adult-demo"
 MIN_REPORTS = 1000  # the collection's release minimum
@@ -194,7 +195,7 @@ def simulate_numeric(
     admin_token: str,
     analyst_token: str,
     options: DemoOptions,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> NumericDemo:
     """Report ``--clients`` records of the Adult extract, one client each; read the means."""
     started = time.perf_counter()

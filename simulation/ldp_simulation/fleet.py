@@ -20,7 +20,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +35,7 @@ from ldp_shared.errors import ConflictError, TransportError
 from ldp_shared.mechanisms.registry import mechanism_names, spec_class
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
+from ldp_simulation.progress import Progress
 
 SERVER_START_TIMEOUT = 60.0
 
@@ -186,7 +187,7 @@ def report_records(
     spec: CollectionSpec,
     records: Sequence[dict[str, Any]],
     options: DemoOptions,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     seed_offset: int = 0,
 ) -> None:
     """Create (or accept) the collection, then one client's report per record
@@ -204,7 +205,7 @@ def deal_records(
     records: Sequence[dict[str, Any]],
     rng: np.random.Generator | None,
     batch_size: int,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> None:
     """Upload one client's report per record, dealing the batches to the aggregators in turn."""
     total = len(records)
@@ -214,7 +215,7 @@ def deal_records(
         nonlocal sent
         sent += count
         if progress is not None:
-            progress(sent, total)
+            progress.count(f"{collection}: clients reporting", sent, total)
 
     clients = [LDPClient(url, rng=rng) for url in base_urls]
     try:

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.e2e
                 "--analyst-token",
                 "b",
                 "--clients",
-                "10",
+                "10000",
             ],
             "127.0.0.1:9",
         ),
@@ -53,6 +53,18 @@ def test_demo_refuses_a_bad_epsilon(epsilon: str) -> None:
     )
     assert run.returncode == 2
     assert "--epsilon" in run.stderr.splitlines()[-1]
+
+
+def test_the_demo_refuses_too_few_clients_to_release_anything() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "ldp_simulation.cli", "demo", "--clients", "3000"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2
+    last = run.stderr.splitlines()[-1]
+    assert "--clients" in last and "at least 10,000" in last and "release nothing" in last
 
 
 def test_migrate_creates_the_schema(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
