@@ -1,0 +1,23 @@
+"""Wire type of a collection's lifecycle (JSON over HTTP).
+
+``GET /v1/collections/{name}/status`` (analyst), ``POST .../close`` and ``POST .../reopen``
+(admin) answer a :class:`CollectionStatus`. ``DELETE /v1/collections/{name}?confirm={name}``
+(admin) answers 204 with no body.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class CollectionStatus(BaseModel):
+    """Whether a collection takes new reports, and how many it holds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    open: bool = Field(description="false once an admin closed it to new reports")
+    closed_day: date | None = Field(description="the UTC day it was closed (null: open)")
+    n_reports: int = Field(ge=0, description="reports counted in its statistics")
