@@ -42,6 +42,7 @@ from ldp_aggregator.storage.at_rest import rewrite_reports, truncate_wal
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.lifecycle import gone, refusal_to_write
 from ldp_aggregator.storage.reports import existing_ids, insert_reports
+from ldp_aggregator.storage.retention import fold_expired
 from ldp_aggregator.storage.stats import (
     Stats,
     add_to_stats,
@@ -249,7 +250,8 @@ def _store_collection(connection: Connection, part: list[Pending]) -> tuple[list
 
 class Reshuffler:
     """Rewrites the reports every ``seconds`` when :attr:`ReportWriter.needs_rewrite`
-    (0: never periodically), in a thread of its own, and once more when stopped."""
+    (0: never periodically), in a thread of its own, and once more when stopped; folds
+    expired reports (:func:`~ldp_aggregator.storage.retention.fold_expired`) on each turn."""
 
     def __init__(self, writer: ReportWriter, seconds: float) -> None:
         self.writer = writer
@@ -275,6 +277,11 @@ class Reshuffler:
             self._turn()
 
     def _turn(self) -> None:
+        try:
+            # the rewrite then drops the old row versions, bits and all (PostgreSQL)
+            self.writer.written_since_rewrite += fold_expired(self.writer.engine)
+        except Exception:  # logged; the next turn tries again
+            logger.exception("folding expired reports failed")
         if not self.writer.needs_rewrite:
             return
         try:

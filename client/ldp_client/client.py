@@ -192,6 +192,11 @@ class LDPClient(ItemsetMethods, TrainingMethods, KnnMethods):
         """Let the collection take new reports again (admin token)."""
         return self._call(lifecycle.set_closed_call(name, closed=False))
 
+    def set_retention(self, name: str, days: int | None) -> CollectionStatus:
+        """Keep reports' bits ``days`` days (``None``: for ever); older reports are folded
+        away, their ids and the estimates stay (admin token)."""
+        return self._call(lifecycle.set_retention_call(name, days))
+
     def delete_collection(self, name: str, *, confirm: str) -> None:
         """Delete the collection with all its reports, statistics, models and jobs (admin
         token). ``confirm`` must repeat ``name``; otherwise the aggregator refuses

@@ -3,13 +3,15 @@
 An admin closes a collection to new reports (uploads are then refused with
 :class:`~ldp_shared.errors.CollectionClosedError`), reopens it, or deletes it with all its
 reports, statistics, models and jobs; the deletion must repeat the collection's name as
-``confirm``. An analyst reads whether it is open and how many reports it holds.
+``confirm``. An admin also sets how many days reports keep their bits (a
+:class:`~ldp_shared.lifecycle_wire.Retention`). An analyst reads whether it is open and
+how many reports it holds.
 """
 
 from __future__ import annotations
 
 from ldp_client.protocol import ApiCall, collection_path
-from ldp_shared.lifecycle_wire import CollectionStatus
+from ldp_shared.lifecycle_wire import CollectionStatus, Retention
 
 
 def collection_status_call(name: str) -> ApiCall[CollectionStatus]:
@@ -25,6 +27,17 @@ def set_closed_call(name: str, closed: bool) -> ApiCall[CollectionStatus]:
     action = "/close" if closed else "/reopen"
     return ApiCall(
         "POST", collection_path(name) + action, CollectionStatus.model_validate_json, auth=True
+    )
+
+
+def set_retention_call(name: str, days: int | None) -> ApiCall[CollectionStatus]:
+    """``PUT /v1/collections/{name}/retention`` (admin; idempotent)."""
+    return ApiCall(
+        "PUT",
+        collection_path(name) + "/retention",
+        CollectionStatus.model_validate_json,
+        body=Retention(days=days).model_dump_json().encode("utf-8"),
+        auth=True,
     )
 
 

@@ -45,6 +45,7 @@ def test_close_reopen_delete_through_the_sdk(server: str) -> None:
             analyst.close_collection("poll")
 
         assert admin.reopen_collection("poll").open
+        assert admin.set_retention("poll", 30).retention_days == 30
         assert device.submit("poll", RECORDS[:5]).accepted == 5
 
         with pytest.raises(InvalidQueryError, match="confirm"):

@@ -11,11 +11,11 @@ from ldp_aggregator.auth import require_admin, require_analyst
 from ldp_aggregator.collections import create_collection as store_collection
 from ldp_aggregator.deps import app_state
 from ldp_aggregator.problems import body_validation_problem, problem_responses
-from ldp_aggregator.storage import lifecycle
+from ldp_aggregator.storage import lifecycle, retention
 from ldp_aggregator.storage.collections import list_collection_names
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
-from ldp_shared.lifecycle_wire import CollectionStatus
+from ldp_shared.lifecycle_wire import CollectionStatus, Retention
 from ldp_shared.schema import CollectionSpec
 
 router = APIRouter(prefix="/v1/collections", tags=["collections"])
@@ -96,6 +96,19 @@ def reopen_collection(name: str, request: Request) -> CollectionStatus:
     """Take new reports again (admin; idempotent)."""
     state = app_state(request)
     return lifecycle.set_closed(state.engine, state.collections.get(name), closed=False)
+
+
+@router.put(
+    "/{name}/retention",
+    response_model=CollectionStatus,
+    dependencies=[Depends(require_admin)],
+    responses=problem_responses(401, 403, 404),
+)
+def set_retention(name: str, body: Retention, request: Request) -> CollectionStatus:
+    """How many days reports keep their bits (admin); older ones are folded away at once
+    and then periodically. Their ids stay (a replay counts once), and so do the estimates."""
+    state = app_state(request)
+    return retention.set_retention(state.engine, state.collections.get(name), body.days)
 
 
 @router.delete(

@@ -67,12 +67,17 @@ def check_takes_reports(engine: Engine, collection: StoredCollection) -> None:
 def collection_status(engine: Engine, collection: StoredCollection) -> CollectionStatus:
     """Whether the collection is open, and its report count."""
     with engine.connect() as connection:
-        return _status(connection, collection)
+        return status_in(connection, collection)
 
 
-def _status(connection: Connection, collection: StoredCollection) -> CollectionStatus:
+def status_in(connection: Connection, collection: StoredCollection) -> CollectionStatus:
     row = connection.execute(
-        select(collections.c.config_hash, collections.c.closed_day, collection_stats.c.n_reports)
+        select(
+            collections.c.config_hash,
+            collections.c.closed_day,
+            collections.c.retention_days,
+            collection_stats.c.n_reports,
+        )
         .join(collection_stats, collection_stats.c.collection_id == collections.c.id)
         .where(collections.c.id == collection.id)
     ).one_or_none()
@@ -83,6 +88,7 @@ def _status(connection: Connection, collection: StoredCollection) -> CollectionS
         open=row.closed_day is None,
         closed_day=row.closed_day,
         n_reports=int(row.n_reports),
+        retention_days=row.retention_days,
     )
 
 
@@ -94,14 +100,14 @@ def set_closed(
     with engine.begin() as connection:
         if not lock_stats(connection, collection.id):
             raise gone(collection)
-        current = _status(connection, collection)
+        current = status_in(connection, collection)
         if closed == current.open:
             connection.execute(
                 update(collections)
                 .where(collections.c.id == collection.id)
                 .values(closed_day=(today or utc_today()) if closed else None)
             )
-        return _status(connection, collection)
+        return status_in(connection, collection)
 
 
 def delete_collection(engine: Engine, collection: StoredCollection) -> None:

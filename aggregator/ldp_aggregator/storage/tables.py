@@ -43,6 +43,9 @@ collections = Table(
     # the day an admin closed the collection to new reports (NULL: open); see
     # ldp_aggregator.storage.lifecycle
     Column("closed_day", Date, nullable=True),
+    # how many days a report keeps its bits before they are folded away (NULL: for ever);
+    # see ldp_aggregator.storage.retention
+    Column("retention_days", Integer, nullable=True),
 )
 
 collection_stats = Table(

@@ -1,4 +1,5 @@
-"""closed collections: the day a collection was closed to new reports (NULL: open)
+"""collection lifecycle: the day a collection was closed to new reports (NULL: open), and
+how many days its reports keep their bits (NULL: for ever)
 
 Revision ID: 0006
 Revises: 0005
@@ -21,8 +22,10 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     with op.batch_alter_table("collections") as batch:
         batch.add_column(sa.Column("closed_day", sa.Date(), nullable=True))
+        batch.add_column(sa.Column("retention_days", sa.Integer(), nullable=True))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("collections") as batch:
+        batch.drop_column("retention_days")
         batch.drop_column("closed_day")
