@@ -55,7 +55,7 @@ def line(ax: Any, rows: list[dict[str, Any]], x: str, metric: str, label: str, s
     )
 
 
-def against_epsilon(name: str, data: dict[str, Any], out: Path) -> Path:
+def against_epsilon(name: str, data: dict[str, Any], out: Path, suffix: str) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, (metric, ylabel) in zip(axes, METRICS, strict=True):
         for mech, style in LOCAL.items():
@@ -78,13 +78,13 @@ def against_epsilon(name: str, data: dict[str, Any], out: Path) -> Path:
     axes[1].legend(fontsize=7, loc="lower right")
     fig.suptitle(f"{TITLES.get(name, name)}: {data['devices']:,} devices, δ = 1e-6 for Gaussian")
     fig.tight_layout()
-    path = out / f"logistic-epsilon-{name.replace('_', '-')}.png"
+    path = out / f"logistic-epsilon-{name.replace('_', '-')}{suffix}.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
-def against_devices(name: str, data: dict[str, Any], out: Path) -> Path:
+def against_devices(name: str, data: dict[str, Any], out: Path, suffix: str) -> Path:
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), sharex=True)
     for row, eps in enumerate((1.0, 4.0)):
         for col, (metric, ylabel) in enumerate(METRICS):
@@ -106,7 +106,7 @@ def against_devices(name: str, data: dict[str, Any], out: Path) -> Path:
     axes[1][1].legend(fontsize=7, loc="lower right")
     fig.suptitle(f"{TITLES.get(name, name)}: against the number of devices")
     fig.tight_layout()
-    path = out / f"logistic-devices-{name.replace('_', '-')}.png"
+    path = out / f"logistic-devices-{name.replace('_', '-')}{suffix}.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -115,20 +115,24 @@ def against_devices(name: str, data: dict[str, Any], out: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=BENCH_DIR / "results")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs")
-    parser.add_argument("--quick", action="store_true", help="read the -quick.json files")
+    parser.add_argument("--out", type=Path, default=None, help="default docs/")
+    parser.add_argument(
+        "--quick", action="store_true", help="read the -quick.json files, draw into --results"
+    )
     args = parser.parse_args()
     suffix = "-quick" if args.quick else ""
+    if args.out is None:
+        args.out = args.results if args.quick else REPO_ROOT / "docs"
     written = []
     epsilon_file = args.results / f"logistic{suffix}.json"
     if epsilon_file.exists():
         for name, data in json.loads(epsilon_file.read_text())["datasets"].items():
-            written.append(against_epsilon(name, data, args.out))
+            written.append(against_epsilon(name, data, args.out, suffix))
     devices_file = args.results / f"logistic_devices{suffix}.json"
     if devices_file.exists():
         for name, data in json.loads(devices_file.read_text())["datasets"].items():
-            written.append(against_devices(name, data, args.out))
-    print(json.dumps({"written": [str(p.relative_to(args.out.parent)) for p in written]}))
+            written.append(against_devices(name, data, args.out, suffix))
+    print(json.dumps({"written": [p.name for p in written]}))
 
 
 if __name__ == "__main__":
