@@ -123,7 +123,13 @@ def plan_fields(plan: TrainingPlan) -> dict[str, Any]:
     return {k: getattr(plan, k) for k in keys}
 
 
-def run_dataset(ds: Dataset, n: int, epsilons: tuple[float, ...], seeds: int) -> dict[str, Any]:
+def run_dataset(
+    ds: Dataset,
+    n: int,
+    epsilons: tuple[float, ...],
+    seeds: int,
+    mechanisms: tuple[str, ...] = MECHANISMS,
+) -> dict[str, Any]:
     devices = np.resize(np.arange(len(ds.train.x)), n)
     out: dict[str, Any] = {
         "dimension": ds.layout.dimension,
@@ -139,7 +145,7 @@ def run_dataset(ds: Dataset, n: int, epsilons: tuple[float, ...], seeds: int) ->
     noise_off = out["noise_off"]["test_accuracy_mean"]
     log(f"{ds.name}: sklearn {out['sklearn']['test']}, noise off {noise_off:.4f}")
     rows = []
-    for mechanism in MECHANISMS:
+    for mechanism in mechanisms:
         for eps in epsilons:
             delta = delta_for(mechanism)
             plan = plan_training(ds.layout, n, mechanism, eps, delta=delta)
@@ -253,7 +259,15 @@ def main() -> None:
     parser.add_argument(
         "--ablation", action="store_true", help="also the clipping ablation (Adult validation)"
     )
+    parser.add_argument(
+        "--mechanisms", default=",".join(MECHANISMS), help="comma-separated (default: all)"
+    )
+    parser.add_argument(
+        "--datasets", default="adult,breast_cancer", help="comma-separated (default: both)"
+    )
     args = parser.parse_args()
+    mechanisms = tuple(m for m in args.mechanisms.split(",") if m)
+    wanted = set(args.datasets.split(","))
     started = start_marker()
     seeds = args.seeds or (1 if args.quick else SEEDS)
     n = args.devices or (20_000 if args.quick else DEVICES)
@@ -262,12 +276,14 @@ def main() -> None:
     datasets: dict[str, Any] = {}
     missing = []
     for name, loader in (("adult", load_adult), ("breast_cancer", load_breast_cancer)):
+        if name not in wanted:
+            continue
         ds = loader(folder)
         if ds is None:
             missing.append(name)
             log(f"{name}: not found in {folder}: skipped")
             continue
-        datasets[name] = run_dataset(ds, n, epsilons, seeds)
+        datasets[name] = run_dataset(ds, n, epsilons, seeds, mechanisms)
         if name == "adult" and args.ablation:
             datasets[name]["clipping_ablation_validation"] = clipping_ablation(ds, n, 1)
     dimensions = sorted({d["dimension"] for d in datasets.values()}) or [92]
@@ -278,7 +294,7 @@ def main() -> None:
             "devices": n,
             "seeds": seeds,
             "epsilons": list(epsilons),
-            "mechanisms": list(MECHANISMS),
+            "mechanisms": list(mechanisms),
             "delta": DELTA,
             "diffprivlib": DIFFPRIVLIB_IMPORT,
         },

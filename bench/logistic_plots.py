@@ -3,6 +3,11 @@ and ``bench/logistic_devices.py`` (``bench/results/``): test accuracy and ROC AU
 ε, and against the number of devices at ε = 1 and 4, ours (local DP) beside the central-DP
 and non-private peers. Mean over seeds, bars ± one standard deviation.
 
+``logistic-<dataset>-gaussian-central.json`` (``bench/logistic.py --mechanisms l2-gaussian
+--datasets <dataset> --output ...``), when present, adds its mechanisms' rows and its
+central peers to ``logistic.json``'s data set: runs of the same command for the other
+mechanisms, with the same seeds, give the same numbers to the last digit.
+
     python bench/logistic_plots.py [--results bench/results] [--out docs]
 """
 
@@ -112,6 +117,24 @@ def against_devices(name: str, data: dict[str, Any], out: Path, suffix: str) -> 
     return path
 
 
+def merged(results: Path, suffix: str) -> dict[str, Any]:
+    """``logistic.json``'s data sets with the supplementary runs' rows and peers added."""
+    datasets: dict[str, Any] = json.loads((results / f"logistic{suffix}.json").read_text())[
+        "datasets"
+    ]
+    for name, data in datasets.items():
+        extra = results / f"logistic-{name}-gaussian-central{suffix}.json"
+        if not extra.exists():
+            continue
+        more = json.loads(extra.read_text())["datasets"][name]
+        known = {(r["mechanism"], r["epsilon"]) for r in data["results"]}
+        data["results"] += [
+            r for r in more["results"] if (r["mechanism"], r["epsilon"]) not in known
+        ]
+        data["central"] = data.get("central", []) + more.get("central", [])
+    return datasets
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=BENCH_DIR / "results")
@@ -126,7 +149,7 @@ def main() -> None:
     written = []
     epsilon_file = args.results / f"logistic{suffix}.json"
     if epsilon_file.exists():
-        for name, data in json.loads(epsilon_file.read_text())["datasets"].items():
+        for name, data in merged(args.results, suffix).items():
             written.append(against_epsilon(name, data, args.out, suffix))
     devices_file = args.results / f"logistic_devices{suffix}.json"
     if devices_file.exists():
