@@ -129,6 +129,7 @@ def run_dataset(
     epsilons: tuple[float, ...],
     seeds: int,
     mechanisms: tuple[str, ...] = MECHANISMS,
+    diffprivlib: bool = True,
 ) -> dict[str, Any]:
     devices = np.resize(np.arange(len(ds.train.x)), n)
     out: dict[str, Any] = {
@@ -169,7 +170,7 @@ def run_dataset(
                 f"auc {r['test_auc_mean']:.4f} ({r['seconds_mean']:.0f} s)"
             )
     out["results"] = rows
-    out["central"] = central_rows(ds, n, epsilons, DELTA, seeds)
+    out["central"] = central_rows(ds, n, epsilons, DELTA, seeds, diffprivlib)
     for r in out["central"]:
         if "test_accuracy_mean" in r:
             log(f"{ds.name} {r['method']:22} ε={r['epsilon']}: acc {r['test_accuracy_mean']:.4f}")
@@ -265,6 +266,9 @@ def main() -> None:
     parser.add_argument(
         "--datasets", default="adult,breast_cancer", help="comma-separated (default: both)"
     )
+    parser.add_argument(
+        "--no-diffprivlib", action="store_true", help="leave diffprivlib out (slow at 10⁶)"
+    )
     args = parser.parse_args()
     mechanisms = tuple(m for m in args.mechanisms.split(",") if m)
     wanted = set(args.datasets.split(","))
@@ -283,7 +287,7 @@ def main() -> None:
             missing.append(name)
             log(f"{name}: not found in {folder}: skipped")
             continue
-        datasets[name] = run_dataset(ds, n, epsilons, seeds, mechanisms)
+        datasets[name] = run_dataset(ds, n, epsilons, seeds, mechanisms, not args.no_diffprivlib)
         if name == "adult" and args.ablation:
             datasets[name]["clipping_ablation_validation"] = clipping_ablation(ds, n, 1)
     dimensions = sorted({d["dimension"] for d in datasets.values()}) or [92]
@@ -296,7 +300,9 @@ def main() -> None:
             "epsilons": list(epsilons),
             "mechanisms": list(mechanisms),
             "delta": DELTA,
-            "diffprivlib": DIFFPRIVLIB_IMPORT,
+            "diffprivlib": "left out (--no-diffprivlib)"
+            if args.no_diffprivlib
+            else DIFFPRIVLIB_IMPORT,
         },
         "datasets": datasets,
         "datasets_missing": missing,
