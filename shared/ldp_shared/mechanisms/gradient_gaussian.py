@@ -57,7 +57,7 @@ from the parameters:
 mean vector is ``C·(Σy/n − μ)/L``, with ``μ`` the quantised noise's exact mean (zero up
 to a weight's rounding), unbiased; its variance per coordinate is estimated by the
 sample variance over ``n``. The sums are exact while ``n·(√Q + M)² < 2^63``: for any
-report below 2^21 a round.
+parameters at least 2^21 reports a round (the noise table has at most 2^22 cells).
 
 Segment: ``values``, ``d`` unsigned big-endian integers ``y + √Q + M`` of 1 to 4 bytes.
 """
