@@ -104,6 +104,7 @@ def complete_spec(spec: TrainingSpec) -> TrainingSpec:
             l2=spec.l2,
             bound=bound,
             loss_share=spec.loss_share,
+            delta=spec.delta,
         )
         planned = {"round_size": plan.round_size, "rounds": plan.rounds}
         values.update({k: v for k, v in planned.items() if values[k] is None})
@@ -185,6 +186,7 @@ def mechanisms_of(spec_json: str) -> JobMechanisms:
         bound=spec.bound,
         loss_share=spec.loss_share,
         average_from=spec.average_from,
+        delta=spec.delta,
     )
     d = spec.layout.dimension
     gradient = gradient_randomizer(spec.mechanism, d, spec.epsilon, spec.bound, spec.delta)
