@@ -254,3 +254,10 @@ def test_a_gaussian_job_states_its_delta_and_needs_one(train: TestClient) -> Non
     assert model.epsilon <= 2.0 * (1 + 1e-9)
     refused = train.post(jobs_path(), json=spec(mechanism="l2-gaussian"), headers=ANALYST)
     assert refused.status_code == 422 and "δ" in refused.json()["detail"]
+
+
+def test_a_plan_with_rounds_over_the_limit_is_refused(train: TestClient, engine: Engine) -> None:
+    huge = spec(round_size=None, rounds=None, devices=1_000_000_000)
+    response = train.post(jobs_path(), json=huge, headers=ANALYST)
+    assert response.status_code == 422 and "over the 1,000,000 a round takes" in response.text
+    assert rows(engine, jobs) == 0
