@@ -11,8 +11,8 @@ reports with the job, in the same transaction: nothing is half deleted.
 Replicas cache collections (:class:`~ldp_aggregator.storage.collections.CollectionCache`),
 so the database decides: :func:`refusal_to_write` runs inside the transaction that writes
 reports, after it took the statistics row lock that closing takes as well and that
-deleting waits for, and refuses a collection that is closed, deleted, or deleted and created again
-under the same name (another config hash) since the caller loaded it.
+deleting waits for, and refuses a collection that is closed, deleted, or deleted and
+created again under the same name (another config hash) since the caller loaded it.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from ldp_shared.lifecycle_wire import CollectionStatus
 
 
 def gone(collection: StoredCollection) -> CollectionNotFoundError:
+    """The error for a collection deleted since it was loaded."""
     return CollectionNotFoundError(f"no collection named {collection.name!r} (it was deleted)")
 
 
