@@ -7,7 +7,8 @@ named in ``datasets_missing``. Each training part is split again (20%, fixed see
 a validation part; the training records are replicated to ``--devices`` devices (10⁶),
 each of which reports once.
 
-For each gradient mechanism (``sampled-piecewise``, ``sampled-hybrid``, ``l1-laplace``),
+For each gradient mechanism (``sampled-piecewise``, ``sampled-hybrid``, ``l1-laplace``,
+``l2-gaussian`` at δ = 10⁻⁶, the SDK's default ``DevicePolicy.max_delta_per_record``),
 each ε ∈ {0.1, 0.5, 1, 2, 4, 8} and ``--seeds`` seeds, the job runs with the library's
 default plan (``ldp_shared.analyses.logistic.planning.plan_training``: no data enter it)
 offline: the devices' reports are perturbed by the library's own device code and the
@@ -18,6 +19,12 @@ C = 1) on the same encoded training records, the same plan with the noise off
 clipping ablation on Adult's validation part (half the layout bound, the default,
 against the full bound), the wire size of a gradient report, and the aggregator's and the
 devices' seconds per 10⁵ gradient reports.
+
+The central-DP peers (``_logistic_peers.py``, ``_central_dp.py``) run on the same
+population of ``--devices`` people at every ε: diffprivlib's ``LogisticRegression`` and
+the coursework's noisy-gradient recipe (Laplace; Gaussian at δ = 10⁻⁶ composed two ways),
+at equal total ε. ``bench/logistic_devices.py`` redoes both against the number of
+devices, ``bench/logistic_plots.py`` draws the PNGs in ``docs/``.
 """
 
 from __future__ import annotations
@@ -34,17 +41,25 @@ from sklearn.metrics import roc_auc_score
 
 from _common import DATA_DIR, base_parser, emit, log, start_marker
 from _logistic_data import Dataset, Split, load_adult, load_breast_cancer
+from _logistic_peers import DIFFPRIVLIB_IMPORT, central_rows
 from ldp_shared.analyses.logistic.planning import default_bound, plan_training
 from ldp_shared.analyses.logistic.training import TrainedModel, TrainingPlan, predict_proba, train
 from ldp_shared.learning import device
 from ldp_shared.mechanisms.gradient import gradient_randomizer
 from ldp_shared.rand import seeded_rng
 
-MECHANISMS = ("sampled-piecewise", "sampled-hybrid", "l1-laplace")
+MECHANISMS = ("sampled-piecewise", "sampled-hybrid", "l1-laplace", "l2-gaussian")
+DELTA = 1e-6
+"""δ of ``l2-gaussian`` and of the central Gaussian peers: ``DevicePolicy``'s default
+``max_delta_per_record``."""
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 4.0, 8.0)
 DEVICES = 1_000_000
 SEEDS = 3
 TIMING_REPORTS = 100_000
+
+
+def delta_for(mechanism: str | None) -> float | None:
+    return DELTA if mechanism == "l2-gaussian" else None
 
 
 def metrics(weights: np.ndarray, split: Split) -> dict[str, float]:
@@ -78,6 +93,7 @@ def run(ds: Dataset, plan: TrainingPlan, devices: np.ndarray, seed: int) -> dict
         "validation": metrics(model.weights, ds.validation),
         "test": metrics(model.weights, ds.test),
         "exact_epsilon": model.epsilon,
+        "delta": model.delta,
         "seconds": seconds,
         "loss_estimated_last_tenth": statistics.fmean(r.loss for r in tail),
         "loss_true_train_part": float(
@@ -97,6 +113,7 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
             out[f"{part}_{metric}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
     out["seconds_mean"] = statistics.fmean(r["seconds"] for r in runs)
     out["exact_epsilon"] = runs[0]["exact_epsilon"]
+    out["delta"] = runs[0]["delta"]
     out["runs"] = runs
     return out
 
@@ -106,7 +123,14 @@ def plan_fields(plan: TrainingPlan) -> dict[str, Any]:
     return {k: getattr(plan, k) for k in keys}
 
 
-def run_dataset(ds: Dataset, n: int, epsilons: tuple[float, ...], seeds: int) -> dict[str, Any]:
+def run_dataset(
+    ds: Dataset,
+    n: int,
+    epsilons: tuple[float, ...],
+    seeds: int,
+    mechanisms: tuple[str, ...] = MECHANISMS,
+    diffprivlib: bool = True,
+) -> dict[str, Any]:
     devices = np.resize(np.arange(len(ds.train.x)), n)
     out: dict[str, Any] = {
         "dimension": ds.layout.dimension,
@@ -122,11 +146,14 @@ def run_dataset(ds: Dataset, n: int, epsilons: tuple[float, ...], seeds: int) ->
     noise_off = out["noise_off"]["test_accuracy_mean"]
     log(f"{ds.name}: sklearn {out['sklearn']['test']}, noise off {noise_off:.4f}")
     rows = []
-    for mechanism in MECHANISMS:
+    for mechanism in mechanisms:
         for eps in epsilons:
-            plan = plan_training(ds.layout, n, mechanism, eps)
+            delta = delta_for(mechanism)
+            plan = plan_training(ds.layout, n, mechanism, eps, delta=delta)
             runs = [run(ds, plan, devices, seed) for seed in range(seeds)]
-            wire = gradient_randomizer(mechanism, ds.layout.dimension, eps, plan.bound).segment
+            wire = gradient_randomizer(
+                mechanism, ds.layout.dimension, eps, plan.bound, delta
+            ).segment
             rows.append(
                 {
                     "mechanism": mechanism,
@@ -143,6 +170,10 @@ def run_dataset(ds: Dataset, n: int, epsilons: tuple[float, ...], seeds: int) ->
                 f"auc {r['test_auc_mean']:.4f} ({r['seconds_mean']:.0f} s)"
             )
     out["results"] = rows
+    out["central"] = central_rows(ds, n, epsilons, DELTA, seeds, diffprivlib)
+    for r in out["central"]:
+        if "test_accuracy_mean" in r:
+            log(f"{ds.name} {r['method']:22} ε={r['epsilon']}: acc {r['test_accuracy_mean']:.4f}")
     return out
 
 
@@ -151,12 +182,12 @@ def clipping_ablation(ds: Dataset, n: int, seeds: int) -> list[dict[str, Any]]:
     devices = np.resize(np.arange(len(ds.train.x)), n)
     rows = []
     for mechanism in MECHANISMS:
-        full = 2 * default_bound(
-            ds.layout, gradient_randomizer(mechanism, ds.layout.dimension, 1.0)
-        )
+        delta = delta_for(mechanism)
+        probe = gradient_randomizer(mechanism, ds.layout.dimension, 1.0, 1.0, delta)
+        full = 2 * default_bound(ds.layout, probe)
         for eps in (1.0, 4.0):
             for label, bound in (("half", full / 2), ("full", full)):
-                plan = plan_training(ds.layout, n, mechanism, eps, bound=bound)
+                plan = plan_training(ds.layout, n, mechanism, eps, bound=bound, delta=delta)
                 runs = [run(ds, plan, devices, seed) for seed in range(seeds)]
                 s = summary(runs)
                 rows.append(
@@ -180,7 +211,7 @@ def cost(dimension: int) -> list[dict[str, Any]]:
     g = rng.uniform(-1, 1, size=(TIMING_REPORTS, dimension)) / dimension
     rows = []
     for mechanism in MECHANISMS:
-        m = gradient_randomizer(mechanism, dimension, 4.0)
+        m = gradient_randomizer(mechanism, dimension, 4.0, 1.0, delta_for(mechanism))
         device_s, server_s = [], []
         for _ in range(3):
             t0 = time.perf_counter()
@@ -226,7 +257,21 @@ def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=None, help=f"seeds per cell (default {SEEDS})")
     parser.add_argument("--devices", type=int, default=None, help=f"devices (default {DEVICES})")
+    parser.add_argument(
+        "--ablation", action="store_true", help="also the clipping ablation (Adult validation)"
+    )
+    parser.add_argument(
+        "--mechanisms", default=",".join(MECHANISMS), help="comma-separated (default: all)"
+    )
+    parser.add_argument(
+        "--datasets", default="adult,breast_cancer", help="comma-separated (default: both)"
+    )
+    parser.add_argument(
+        "--no-diffprivlib", action="store_true", help="leave diffprivlib out (slow at 10⁶)"
+    )
     args = parser.parse_args()
+    mechanisms = tuple(m for m in args.mechanisms.split(",") if m)
+    wanted = set(args.datasets.split(","))
     started = start_marker()
     seeds = args.seeds or (1 if args.quick else SEEDS)
     n = args.devices or (20_000 if args.quick else DEVICES)
@@ -235,13 +280,15 @@ def main() -> None:
     datasets: dict[str, Any] = {}
     missing = []
     for name, loader in (("adult", load_adult), ("breast_cancer", load_breast_cancer)):
+        if name not in wanted:
+            continue
         ds = loader(folder)
         if ds is None:
             missing.append(name)
             log(f"{name}: not found in {folder}: skipped")
             continue
-        datasets[name] = run_dataset(ds, n, epsilons, seeds)
-        if name == "adult" and not args.quick:
+        datasets[name] = run_dataset(ds, n, epsilons, seeds, mechanisms, not args.no_diffprivlib)
+        if name == "adult" and args.ablation:
             datasets[name]["clipping_ablation_validation"] = clipping_ablation(ds, n, 1)
     dimensions = sorted({d["dimension"] for d in datasets.values()}) or [92]
     result = {
@@ -251,7 +298,11 @@ def main() -> None:
             "devices": n,
             "seeds": seeds,
             "epsilons": list(epsilons),
-            "mechanisms": list(MECHANISMS),
+            "mechanisms": list(mechanisms),
+            "delta": DELTA,
+            "diffprivlib": "left out (--no-diffprivlib)"
+            if args.no_diffprivlib
+            else DIFFPRIVLIB_IMPORT,
         },
         "datasets": datasets,
         "datasets_missing": missing,

@@ -38,7 +38,7 @@ if [ ${#names[@]} -eq 0 ]; then
     done
 fi
 
-if [ ! -x "$python" ]; then
+if [ ! -x "$python" ] || [ ! -x "$here/.venv-logistic/bin/python" ]; then
     bash "$here/setup_peers.sh"
 fi
 
@@ -52,7 +52,11 @@ for name in "${names[@]}"; do
     if [ "$script" != "$name" ]; then
         extra=(--mechanism "${name#*+}")
     fi
-    if "$python" "bench/$script.py" "${quick[@]}" "${extra[@]}"; then
+    runner="$python"
+    case "$script" in  # diffprivlib's LogisticRegression needs scikit-learn < 1.6
+        logistic*) runner="${LOGISTIC_PYTHON:-$here/.venv-logistic/bin/python}" ;;
+    esac
+    if "$runner" "bench/$script.py" "${quick[@]}" "${extra[@]}"; then
         echo "== $name done in $(( $(date +%s) - start )) s" >&2
     else
         echo "== $name FAILED after $(( $(date +%s) - start )) s" >&2

@@ -19,13 +19,23 @@ fi
 "$venv/bin/python" -m pip install --quiet -e "$root[client,aggregator]"
 # peers, pinned; pure-ldp imports scikit-learn, statsmodels and xxhash without declaring them;
 # mlxtend is the non-private itemset reference of bench/itemsets.py; diffprivlib and
-# opendp are the central-DP libraries bench/numeric_speed.py times per record; pyreadr
-# reads the .rda data sets of bench/naive_bayes_repair.py (see bench/setup_nb_data.sh);
-# matplotlib draws docs/knn.png from bench/knn.py's results
+# opendp are the central-DP libraries bench/numeric_speed.py times per record (diffprivlib's
+# LogisticRegression is bench/logistic.py's central-DP peer); pyreadr reads the .rda data
+# sets of bench/naive_bayes_repair.py (see bench/setup_nb_data.sh); matplotlib draws
+# docs/knn.png and the PNG plots of bench/logistic_plots.py
 "$venv/bin/python" -m pip install --quiet \
     "pure-ldp==1.2.0" "multi-freq-ldpy==0.2.5" \
     scikit-learn statsmodels "xxhash<4" "mlxtend>=0.23" \
     "diffprivlib==0.6.6" "opendp==0.16.0" "pyreadr>=0.5" "matplotlib>=3.8"
+# bench/logistic*.py: diffprivlib 0.6.6's LogisticRegression passes multi_class to
+# scikit-learn, which 1.6 deprecated and 1.8 removed, and mlxtend above needs a newer one:
+# the logistic benchmarks get their own environment, bench/.venv-logistic
+logistic="$here/.venv-logistic"
+if [ ! -x "$logistic/bin/python" ]; then
+    "$python" -m venv "$logistic"
+fi
+"$logistic/bin/python" -m pip install --quiet -e "$root" \
+    "scikit-learn>=1.4,<1.6" "diffprivlib==0.6.6" "matplotlib>=3.8"
 "$venv/bin/python" - <<'PY'
 import importlib.metadata as md
 for name in ("ldpcollect", "numpy", "pure-ldp", "multi-freq-ldpy", "mlxtend", "diffprivlib", "opendp", "matplotlib"):

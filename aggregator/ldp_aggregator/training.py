@@ -45,6 +45,7 @@ from ldp_shared.analyses.logistic.training import (
 from ldp_shared.errors import (
     AlreadyParticipatedError,
     InsufficientReportsError,
+    InvalidQueryError,
     InvalidReportError,
     NotFoundError,
     RateLimitedError,
@@ -57,6 +58,7 @@ from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomiz
 from ldp_shared.mechanisms.lattice import LatticeRandomizer
 from ldp_shared.mechanisms.piecewise import PiecewiseRandomizer
 from ldp_shared.training_wire import (
+    MAX_ROUND_SIZE,
     GradientMechanismConfig,
     LossMechanismConfig,
     Participation,
@@ -104,6 +106,7 @@ def complete_spec(spec: TrainingSpec) -> TrainingSpec:
             l2=spec.l2,
             bound=bound,
             loss_share=spec.loss_share,
+            delta=spec.delta,
         )
         planned = {"round_size": plan.round_size, "rounds": plan.rounds}
         values.update({k: v for k, v in planned.items() if values[k] is None})
@@ -112,6 +115,11 @@ def complete_spec(spec: TrainingSpec) -> TrainingSpec:
     if values["learning_rate"] is None:
         values["learning_rate"] = 1.0 / smoothness(layout, spec.l2)
     values["bound"] = bound
+    if values["round_size"] > MAX_ROUND_SIZE:
+        raise InvalidQueryError(
+            f"the plan for {spec.devices:,} devices needs rounds of {values['round_size']:,}"
+            f" reports, over the {MAX_ROUND_SIZE:,} a round takes; give round_size and rounds"
+        )
     complete = TrainingSpec.model_validate(values)
     mechanisms_of(complete.model_dump_json())  # refuse what cannot run now, not later
     return complete
@@ -185,6 +193,7 @@ def mechanisms_of(spec_json: str) -> JobMechanisms:
         bound=spec.bound,
         loss_share=spec.loss_share,
         average_from=spec.average_from,
+        delta=spec.delta,
     )
     d = spec.layout.dimension
     gradient = gradient_randomizer(spec.mechanism, d, spec.epsilon, spec.bound, spec.delta)

@@ -25,6 +25,10 @@ from ldp_shared.learning.layout import FeatureLayout
 Role = Literal["gradient", "loss"]
 Decay = Literal["constant", "inverse-sqrt"]
 
+MAX_ROUND_SIZE = 1_000_000
+"""The most reports a round takes: the Gaussian mechanism's int64 sums of squares are exact
+below 2²¹ reports a round in the worst case."""
+
 TOKEN_PATTERN = r"^[A-Za-z0-9_-]{43}$"
 """A participation token: 256 random bits, URL-safe base64 without padding."""
 
@@ -55,7 +59,12 @@ class TrainingSpec(_Wire):
     devices: int | None = Field(
         default=None, ge=1, description="devices expected to take part (plans what is left out)"
     )
-    round_size: int | None = Field(default=None, ge=2, le=10_000_000)
+    round_size: int | None = Field(
+        default=None,
+        ge=2,
+        le=MAX_ROUND_SIZE,
+        description="reports a round takes (int64 statistics stay exact below 2²¹)",
+    )
     rounds: int | None = Field(default=None, ge=1, le=100_000)
     learning_rate: float | None = Field(default=None, gt=0)
     decay: Decay = "constant"

@@ -239,3 +239,25 @@ def test_a_closed_round_leaves_no_write_ahead_log(train: TestClient, engine: Eng
         take_part(train, job.id, record, rng)
     wal = Path(f"{path}-wal")
     assert not wal.exists() or wal.stat().st_size == 0  # round 0 closed: its order is gone
+
+
+def test_a_gaussian_job_states_its_delta_and_needs_one(train: TestClient) -> None:
+    job = create(train, mechanism="l2-gaussian", delta=1e-6)
+    assert job.gradient.delta == 1e-6 and 0.0 < job.gradient.exact_delta <= 1e-6
+    rng = seeded_rng(10)
+    for record in records(60, seed=11):
+        take_part(train, job.id, record, rng)
+    model = TrainedModel.model_validate(
+        train.get(f"{jobs_path()}/{job.id}/model", headers=ANALYST).json()
+    )
+    assert model.delta == job.gradient.exact_delta and model.rounds == 3
+    assert model.epsilon <= 2.0 * (1 + 1e-9)
+    refused = train.post(jobs_path(), json=spec(mechanism="l2-gaussian"), headers=ANALYST)
+    assert refused.status_code == 422 and "δ" in refused.json()["detail"]
+
+
+def test_a_plan_with_rounds_over_the_limit_is_refused(train: TestClient, engine: Engine) -> None:
+    huge = spec(round_size=None, rounds=None, devices=1_000_000_000)
+    response = train.post(jobs_path(), json=huge, headers=ANALYST)
+    assert response.status_code == 422 and "over the 1,000,000 a round takes" in response.text
+    assert rows(engine, jobs) == 0

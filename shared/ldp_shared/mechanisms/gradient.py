@@ -210,7 +210,11 @@ def register_gradient(cls: GradientClass) -> GradientClass:
 def _load_builtins() -> None:
     """Import the built-in gradient mechanisms (they register themselves)."""
     # imported here: they import this module
-    from ldp_shared.mechanisms import gradient_laplace, gradient_sampling  # noqa: F401
+    from ldp_shared.mechanisms import (  # noqa: F401
+        gradient_gaussian,
+        gradient_laplace,
+        gradient_sampling,
+    )
 
 
 def gradient_mechanism_names() -> list[str]:

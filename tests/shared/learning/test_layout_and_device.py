@@ -81,9 +81,10 @@ def test_the_layout_bounds_every_gradient_and_clipping_enforces_the_mechanism_ba
     for norm in ("linf", "l1", "l2"):
         order = {"linf": np.inf, "l1": 1, "l2": 2}[norm]
         assert np.linalg.norm(x, ord=order, axis=1).max() <= LAYOUT.max_norm(norm) + 1e-12
-    mechanism = gradient_randomizer(name, LAYOUT.dimension, 2.0)
+    delta = 1e-6 if name == "l2-gaussian" else None
+    mechanism = gradient_randomizer(name, LAYOUT.dimension, 2.0, 1.0, delta)
     bound = default_bound(LAYOUT, mechanism)
-    mechanism = gradient_randomizer(name, LAYOUT.dimension, 2.0, bound)
+    mechanism = gradient_randomizer(name, LAYOUT.dimension, 2.0, bound, delta)
     order = {"linf": np.inf, "l1": 1, "l2": 2}[mechanism.norm]
     for scale in (0.1, 3.0, 50.0):
         g = device.gradients(rng.normal(0, scale, LAYOUT.dimension), x, y)

@@ -86,6 +86,7 @@ def plan_training(
     bound: float | None = None,
     jitter: float = JITTER,
     loss_share: float = 0.05,
+    delta: float | None = None,
 ) -> TrainingPlan:
     """The default plan for ``devices`` devices (each speaks once)."""
     if devices < MIN_ROUND_SIZE * MIN_ROUNDS:
@@ -96,9 +97,11 @@ def plan_training(
     trace = 0.0
     radius = 1.0 if bound is None else bound
     if mechanism is not None:
-        probe = gradient_randomizer(mechanism, layout.dimension, epsilon)
+        probe = gradient_randomizer(mechanism, layout.dimension, epsilon, 1.0, delta)
         radius = default_bound(layout, probe) if bound is None else bound
-        trace = noise_trace(gradient_randomizer(mechanism, layout.dimension, epsilon, radius))
+        trace = noise_trace(
+            gradient_randomizer(mechanism, layout.dimension, epsilon, radius, delta)
+        )
     gradient_share = 1.0 - loss_share
     wanted = math.ceil(rate * trace / jitter / gradient_share)
     size = max(MIN_ROUND_SIZE, wanted, math.ceil(devices / MAX_ROUNDS))
@@ -116,4 +119,5 @@ def plan_training(
         l2=l2,
         bound=radius,
         loss_share=loss_share,
+        delta=delta,
     )

@@ -57,6 +57,8 @@ class TrainingPlan:
     """The clipping radius in the mechanism's norm."""
     loss_share: float = 0.05
     average_from: float = 0.5
+    delta: float | None = None
+    """δ per device for an (ε, δ) gradient mechanism (``l2-gaussian``); ``None`` otherwise."""
 
     def __post_init__(self) -> None:
         if self.round_size < 2 or self.rounds < 1:
@@ -111,6 +113,8 @@ class TrainedModel:
     """Exact ε of the one report each device sent (gradient or loss, the larger);
     infinite with the noise off."""
     curve: list[RoundLog] = field(default_factory=list)
+    delta: float = 0.0
+    """δ of that report (the gradient mechanism's; the loss mechanisms are pure)."""
 
 
 def build_mechanisms(
@@ -119,7 +123,7 @@ def build_mechanisms(
     """The plan's gradient and loss mechanisms (``None``, ``None`` with noise off)."""
     if plan.mechanism is None:
         return None, None
-    gradient = gradient_randomizer(plan.mechanism, dimension, plan.epsilon, plan.bound)
+    gradient = gradient_randomizer(plan.mechanism, dimension, plan.epsilon, plan.bound, plan.delta)
     return gradient, device.loss_randomizer(plan.epsilon)
 
 
@@ -240,10 +244,11 @@ def train(
         counts = (len(grad_rows), len(loss_rows))
         weights, total, log = close_round(plan, t, weights, total, gradient, loss, counts)
         curve.append(log)
-    epsilon = math.inf  # noise off: the devices sent their raw gradients
+    epsilon, delta = math.inf, 0.0  # noise off: the devices sent their raw gradients
     if gradient_mech is not None and loss_mech is not None:
         epsilon = max(gradient_mech.exact_epsilon, loss_mech.exact_epsilon)
-    return TrainedModel(released_weights(plan, total), weights, epsilon, curve)
+        delta = gradient_mech.delta
+    return TrainedModel(released_weights(plan, total), weights, epsilon, curve, delta)
 
 
 def predict_proba(weights: FloatArray, x: FloatArray) -> FloatArray:

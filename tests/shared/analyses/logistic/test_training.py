@@ -69,14 +69,21 @@ def test_noise_off_is_plain_minibatch_gradient_descent_bit_for_bit() -> None:
     assert first.loss == pytest.approx(math.log(2)) and first.loss_stderr == 0.0
 
 
-@pytest.mark.parametrize("mechanism", ["sampled-piecewise", "sampled-hybrid", "l1-laplace"])
+@pytest.mark.parametrize(
+    "mechanism", ["sampled-piecewise", "sampled-hybrid", "l1-laplace", "l2-gaussian"]
+)
 def test_with_noise_the_model_learns_from_the_reports(mechanism: str) -> None:
     x, y = data(20_000, 2)
     test_x, test_y = data(20_000, 3)
     devices = np.resize(np.arange(20_000), 300_000)
-    plan = plan_training(LAYOUT, 300_000, mechanism, 4.0)
+    delta = 1e-6 if mechanism == "l2-gaussian" else None
+    plan = plan_training(LAYOUT, 300_000, mechanism, 4.0, delta=delta)
     model = train(plan, x, y, devices, seeded_rng(8))
     assert model.epsilon <= 4.0 * (1 + EPSILON_SLACK)
+    if delta is None:
+        assert model.delta == 0.0
+    else:  # the gradient mechanism's δ is carried to the model
+        assert 0.9e-6 < model.delta <= 1e-6
     accuracy = float(np.mean((predict_proba(model.weights, test_x) > 0.5) == test_y))
     best = float(np.mean(((test_x @ TRUE_W) > 0) == test_y))
     assert accuracy > best - 0.03, (accuracy, best)
