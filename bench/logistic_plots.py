@@ -8,7 +8,8 @@ and non-private peers. Mean over seeds, bars ± one standard deviation.
 central peers to ``logistic.json``'s data set: runs of the same command for the other
 mechanisms, with the same seeds, give the same numbers to the last digit. Where that run
 left diffprivlib out (``--no-diffprivlib``: 6 to 8 minutes a fit on 10⁶ Adult rows), its
-rows at ε = 1 and 4 come from ``logistic_devices.json`` at the same number of devices.
+rows at ε = 1 and 4 come from ``logistic_devices.json`` at the same number of devices, and on
+Adult the other ε from ``logistic_diffprivlib.json``.
 
     python bench/logistic_plots.py [--results bench/results] [--out docs]
 """
@@ -145,6 +146,12 @@ def merged(results: Path, suffix: str) -> dict[str, Any]:
                 for r in swept.get(name, {}).get("central", [])
                 if r["method"] == "diffprivlib" and r["devices"] == data["devices"]
             ]
+    adult = results / f"logistic_diffprivlib{suffix}.json"
+    if adult.exists() and "adult" in datasets:  # the ε the sweep does not have
+        data = datasets["adult"]
+        have = {r["epsilon"] for r in data.get("central", []) if r["method"] == "diffprivlib"}
+        rows = json.loads(adult.read_text())["rows"]
+        data["central"] += [r for r in rows if r["epsilon"] not in have]
     return datasets
 
 

@@ -2,14 +2,25 @@
 # The docker-compose topology as local processes: one database, two aggregator replicas,
 # a fleet of simulated clients dealing batches to both. Loopback only; stops by itself.
 #   scripts/fleet-local.sh [CLIENTS [extra simulate flags, e.g. --json]]   (default 100000)
-# Uses PostgreSQL when initdb and pg_ctl are on PATH (a throwaway cluster in a temporary
-# folder, scripts/postgres.sh), otherwise one SQLite file shared by both replicas.
+# The database, said on stderr, chosen in this order; if none can be had the script stops
+# and says what it tried (it never falls back quietly, and never creates a system user):
+#   1. LDPCOLLECT_DATABASE_URL, when set;
+#   2. FLEET_DATABASE=sqlite: one SQLite file in a temporary folder, shared by both replicas;
+#   3. a fresh database on a running PostgreSQL server, dropped at the end: the server of
+#      FLEET_POSTGRES_SERVER (a URL whose role may create databases; default
+#      postgresql+psycopg://postgres@127.0.0.1:5432/postgres), when it answers;
+#   4. a throwaway cluster in a temporary folder (scripts/postgres.sh): needs initdb and
+#      pg_ctl on PATH, and a user other than root (PostgreSQL refuses to run as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLIENTS="${1:-100000}"
 EXTRA=("${@:2}")
 LDP="${LDPCOLLECT_BIN:-$PWD/.venv/bin/ldpcollect}"
 [ -x "$LDP" ] || LDP=ldpcollect
+PY="${LDPCOLLECT_PYTHON:-$PWD/.venv/bin/python}"
+[ -x "$PY" ] || PY=python3
+SERVER="${FLEET_POSTGRES_SERVER:-postgresql+psycopg://postgres@127.0.0.1:5432/postgres}"
+SERVER_DATABASE=""
 WORK="$(mktemp -d -t ldpcollect-fleet-XXXXXX)"
 PIDS=()
 # shellcheck source=scripts/postgres.sh
@@ -19,14 +30,27 @@ cleanup() {
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   pg_throwaway_stop
+  [ -z "$SERVER_DATABASE" ] || "$PY" scripts/pg_database.py drop "$SERVER_DATABASE" || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-if pg_throwaway_start "$WORK/pg"; then
+if [ -n "${LDPCOLLECT_DATABASE_URL:-}" ]; then
+  :
+elif [ "${FLEET_DATABASE:-}" = sqlite ]; then
+  export LDPCOLLECT_DATABASE_URL="sqlite:///$WORK/fleet.db"
+elif SERVER_DATABASE="$("$PY" scripts/pg_database.py create "$SERVER" 2>"$WORK/server.err")"; then
+  export LDPCOLLECT_DATABASE_URL="$SERVER_DATABASE"
+elif pg_throwaway_start "$WORK/pg" 2>"$WORK/cluster.err"; then
   export LDPCOLLECT_DATABASE_URL="$PG_THROWAWAY_URL"
 else
-  export LDPCOLLECT_DATABASE_URL="sqlite:///$WORK/fleet.db"
+  {
+    echo "fleet: no database; tried:"
+    echo "  a database on the server at $SERVER (FLEET_POSTGRES_SERVER): $(cat "$WORK/server.err")"
+    echo "  a throwaway cluster: $(cat "$WORK/cluster.err")"
+    echo "  or set LDPCOLLECT_DATABASE_URL, or FLEET_DATABASE=sqlite for one SQLite file"
+  } >&2
+  exit 1
 fi
 echo "fleet: database ${LDPCOLLECT_DATABASE_URL}" >&2
 

@@ -8,6 +8,8 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
+from ldp_shared.errors import ConfigurationError
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_CACHE_KIB = 16_384
 """Page cache per connection. Report ids are random, so every batch touches pages all
@@ -64,12 +66,26 @@ def make_engine(database_url: str, **kwargs: Any) -> Engine:
             options["poolclass"] = StaticPool
             del options["pool_use_lifo"]
     options.update(kwargs)
-    engine = create_engine(url, **options)
+    try:
+        engine = create_engine(url, **options)
+    except ImportError as error:
+        if url.get_backend_name() != "postgresql":
+            raise
+        raise ConfigurationError(_missing_postgres_driver(url.drivername, error)) from error
     if url.get_backend_name() == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     elif url.get_backend_name() == "postgresql" and url.get_driver_name() == "psycopg":
         event.listen(engine, "connect", _postgres_session)
     return engine
+
+
+def _missing_postgres_driver(drivername: str, error: ImportError) -> str:
+    """One line naming what to install when a PostgreSQL URL's driver is missing."""
+    return (
+        f"the database URL {drivername}://... needs the module {error.name or 'of its driver'}, "
+        'which is not installed: pip install -e ".[postgres]" (or "ldpcollect[postgres]") '
+        "and write the URL as postgresql+psycopg://..."
+    )
 
 
 def ping(engine: Engine) -> None:
