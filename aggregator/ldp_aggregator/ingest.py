@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 from sqlalchemy import Engine
 
 from ldp_aggregator.storage.collections import StoredCollection, utc_today
+from ldp_aggregator.storage.lifecycle import check_takes_reports
 from ldp_aggregator.storage.stats import Stats, delta_of, statistics_of
 from ldp_aggregator.writer import Pending, ReportWriter
 from ldp_shared.codec import decode_reports
@@ -133,14 +134,19 @@ def ingest_batch(
 ) -> BatchResult:
     """Judge ``batch``, store its new valid reports and add their statistics atomically.
 
-    Returns one outcome per report, in order, once they are committed. Only the day of
+    Returns one outcome per report, in order, once they are committed. Raises
+    :class:`~ldp_shared.errors.CollectionClosedError` (nothing stored) when an admin
+    closed the collection, and :class:`~ldp_shared.errors.CollectionNotFoundError` when it
+    was deleted since ``collection`` was loaded. Only the day of
     receipt is stored with a report (``day``, default today in UTC). ``writer`` is the
     app's, shared by its request threads so that concurrent requests share transactions;
     without one, the batch gets a transaction of its own.
     """
     judged = judge_batch(collection.config, batch)
     stored_before: set[str] = set()
-    if judged.candidates:
+    if not judged.candidates:  # answered as if it wrote: 409/404 when it could not have
+        check_takes_reports(engine, collection)
+    else:
         pending = Pending(
             collection=collection,
             ids=[batch.reports[position].id for position in judged.candidates],

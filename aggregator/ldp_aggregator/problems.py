@@ -347,7 +347,7 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         401: "Missing or unknown bearer token",
         403: "The token lacks the needed role",
         404: "No collection of that name",
-        409: "Conflict (name taken, or too few reports to release)",
+        409: "Conflict (name taken, collection closed, or too few reports to release)",
         413: "Request body too large",
         429: "Upload limit reached: retry after the Retry-After header's seconds",
         503: "Database unavailable or full: retry later",

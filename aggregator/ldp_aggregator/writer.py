@@ -40,7 +40,9 @@ from sqlalchemy.exc import IntegrityError
 
 from ldp_aggregator.storage.at_rest import rewrite_reports, truncate_wal
 from ldp_aggregator.storage.collections import StoredCollection
+from ldp_aggregator.storage.lifecycle import gone, refusal_to_write
 from ldp_aggregator.storage.reports import existing_ids, insert_reports
+from ldp_aggregator.storage.retention import fold_expired
 from ldp_aggregator.storage.stats import (
     Stats,
     add_to_stats,
@@ -49,6 +51,7 @@ from ldp_aggregator.storage.stats import (
     statistics_of,
     sum_stats,
 )
+from ldp_shared.errors import LDPError
 
 logger = logging.getLogger("ldp_aggregator")
 
@@ -181,19 +184,30 @@ class ReportWriter:
             return self._commit(group)
 
     def _commit(self, group: list[Pending]) -> list[set[str]]:
-        """One transaction for the whole group; the ids stored before, per request."""
-        members: dict[int, list[int]] = defaultdict(list)
+        """One transaction for the whole group; the ids stored before, per request. A
+        request whose collection is closed or deleted gets its ``error`` and writes nothing."""
+        members: dict[tuple[int, str], list[int]] = defaultdict(list)
         for k, pending in enumerate(group):
-            members[pending.collection.id].append(k)
+            pending.error = None
+            members[pending.collection.id, pending.collection.config.config_hash].append(k)
         befores: list[set[str]] = [set() for _ in group]
         written = 0
         with self.engine.begin() as connection:
-            for collection_id in sorted(members):  # one lock order for every writer
-                lock_stats(connection, collection_id)
-            for collection_id in sorted(members):
-                part = [group[k] for k in members[collection_id]]
+            refused: dict[tuple[int, str], LDPError] = {}
+            for key in sorted(members):  # one lock order for every writer
+                collection = group[members[key][0]].collection
+                locked = lock_stats(connection, collection.id)
+                refusal = refusal_to_write(connection, collection) if locked else gone(collection)
+                if refusal is not None:
+                    refused[key] = refusal
+            for key in sorted(members):
+                part = [group[k] for k in members[key]]
+                if key in refused:
+                    for pending in part:
+                        pending.error = refused[key]
+                    continue
                 seen, fresh = _store_collection(connection, part)
-                for k, before in zip(members[collection_id], seen, strict=True):
+                for k, before in zip(members[key], seen, strict=True):
                     befores[k] = before
                 written += fresh
         self.transactions += 1
@@ -236,7 +250,8 @@ def _store_collection(connection: Connection, part: list[Pending]) -> tuple[list
 
 class Reshuffler:
     """Rewrites the reports every ``seconds`` when :attr:`ReportWriter.needs_rewrite`
-    (0: never periodically), in a thread of its own, and once more when stopped."""
+    (0: never periodically), in a thread of its own, and once more when stopped; folds
+    expired reports (:func:`~ldp_aggregator.storage.retention.fold_expired`) on each turn."""
 
     def __init__(self, writer: ReportWriter, seconds: float) -> None:
         self.writer = writer
@@ -262,6 +277,11 @@ class Reshuffler:
             self._turn()
 
     def _turn(self) -> None:
+        try:
+            # the rewrite then drops the old row versions, bits and all (PostgreSQL)
+            self.writer.written_since_rewrite += fold_expired(self.writer.engine)
+        except Exception:  # logged; the next turn tries again
+            logger.exception("folding expired reports failed")
         if not self.writer.needs_rewrite:
             return
         try:

@@ -19,7 +19,7 @@ from typing import Any, Self, TypeVar
 import httpx
 import numpy as np
 
-from ldp_client import batching, configs, naive_bayes, protocol
+from ldp_client import batching, configs, lifecycle, naive_bayes, protocol
 from ldp_client.batching import DEFAULT_BATCH_SIZE, BatchPlan, SubmitSummary
 from ldp_client.device import Device, LedgerArgument
 from ldp_client.itemset_methods import ItemsetMethods
@@ -32,6 +32,7 @@ from ldp_client.training_methods import TrainingMethods
 from ldp_shared.codec import Columns, Record
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import PayloadTooLargeError
+from ldp_shared.lifecycle_wire import CollectionStatus
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import (
     BatchResult,
@@ -177,6 +178,31 @@ class LDPClient(ItemsetMethods, TrainingMethods, KnnMethods):
     def list_collections(self) -> list[str]:
         """The names of all collections (analyst token)."""
         return self._call(protocol.list_collections_call())
+
+    def collection_status(self, name: str) -> CollectionStatus:
+        """Whether the collection takes new reports, and how many it holds (analyst token)."""
+        return self._call(lifecycle.collection_status_call(name))
+
+    def close_collection(self, name: str) -> CollectionStatus:
+        """Close the collection to new reports (admin token); uploads then raise
+        :class:`~ldp_shared.errors.CollectionClosedError`, estimates stay readable."""
+        return self._call(lifecycle.set_closed_call(name, closed=True))
+
+    def reopen_collection(self, name: str) -> CollectionStatus:
+        """Let the collection take new reports again (admin token)."""
+        return self._call(lifecycle.set_closed_call(name, closed=False))
+
+    def set_retention(self, name: str, days: int | None) -> CollectionStatus:
+        """Keep reports' bits ``days`` days (``None``: for ever); older reports are folded
+        away, their ids and the estimates stay (admin token)."""
+        return self._call(lifecycle.set_retention_call(name, days))
+
+    def delete_collection(self, name: str, *, confirm: str) -> None:
+        """Delete the collection with all its reports, statistics, models and jobs (admin
+        token). ``confirm`` must repeat ``name``; otherwise the aggregator refuses
+        (:class:`~ldp_shared.errors.InvalidQueryError`) and deletes nothing."""
+        self._call(lifecycle.delete_collection_call(name, confirm))
+        self._configs.pop(name, None)
 
     def frequencies(
         self,

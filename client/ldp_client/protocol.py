@@ -107,7 +107,7 @@ _BODY_EXCERPT = 200
 class ApiCall(Generic[T]):
     """One REST exchange, described without doing it."""
 
-    method: Literal["GET", "POST", "PUT"]
+    method: Literal["GET", "POST", "PUT", "DELETE"]
     path: str
     parse: Callable[[bytes], T]
     params: Mapping[str, str] | None = None

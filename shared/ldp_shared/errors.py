@@ -80,6 +80,13 @@ class ConflictError(LDPError):
     title = "Resource already exists"
 
 
+class CollectionClosedError(ConflictError):
+    """An admin closed the collection to new reports (its estimates stay readable)."""
+
+    type_slug = "collection-closed"
+    title = "Collection closed to new reports"
+
+
 class RoundClosedError(ConflictError):
     """A training job's report arrived for a round that is no longer open."""
 
@@ -219,6 +226,7 @@ ALL_ERRORS: tuple[type[LDPError], ...] = (
     CollectionNotFoundError,
     ModelNotFoundError,
     ConflictError,
+    CollectionClosedError,
     RoundClosedError,
     AlreadyParticipatedError,
     InsufficientReportsError,

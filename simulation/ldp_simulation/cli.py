@@ -98,6 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument("--admin-token", default=os.environ.get("LDPCOLLECT_ADMIN_TOKEN"))
     simulate.add_argument("--analyst-token", default=os.environ.get("LDPCOLLECT_ANALYST_TOKEN"))
+    simulate.add_argument(
+        "--fresh",
+        action="store_true",
+        help="delete the demo collections first, with all their reports, models and jobs,"
+        " and create them again (admin token): a rerun with another ε, mechanism or"
+        " budget starts clean instead of failing on 'exists with another configuration'",
+    )
     for sub in (demo, simulate):
         sub.add_argument(
             "--epsilon", type=_positive_float, default=4.0, help="ε per record (default 4)"
@@ -202,6 +209,7 @@ def _demo(args: argparse.Namespace) -> int:
         confidence=args.confidence,
         seed=args.seed,
         budget=args.budget,
+        fresh=getattr(args, "fresh", False),
     )
     show_progress = not args.json or sys.stderr.isatty()
     progress = ProgressBars() if show_progress else None

@@ -115,8 +115,9 @@ def simulate(
     first = next(iter(frequencies.attributes.values()))
     naive_bayes = simulate_naive_bayes(base_urls, admin_token, analyst_token, options, progress)
     numeric = simulate_numeric(base_urls, admin_token, analyst_token, options, progress)
+    itemset_options = ItemsetDemoOptions(seed=options.seed, fresh=options.fresh)
     itemsets, itemsets_text = simulate_itemsets(
-        base_urls[0], admin_token, analyst_token, ItemsetDemoOptions(seed=options.seed), progress
+        base_urls[0], admin_token, analyst_token, itemset_options, progress
     )
     return DemoResult(
         collection=DEMO_COLLECTION,

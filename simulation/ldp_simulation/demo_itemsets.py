@@ -63,6 +63,7 @@ class ItemsetDemoOptions:
     min_confidence: float = 0.7
     support_reduction: float = 0.0
     top: int = 10
+    fresh: bool = False  # delete the collection first (simulate --fresh)
     seed: int | None = None
     batch_size: int = 2000
 
@@ -251,7 +252,7 @@ def run_itemsets_demo(
     packed = quest_baskets(opts.quest, DATA_SEED)
     records = [{"basket": basket} for basket in basket_lists(packed, names)]
     with LDPClient(base_url, token=admin_token) as admin:
-        ensure_collection(admin, itemset_spec(opts, names))
+        ensure_collection(admin, itemset_spec(opts, names), fresh=opts.fresh)
     sent = 0
 
     def on_batch(count: int) -> None:

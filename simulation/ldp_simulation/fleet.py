@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -31,7 +31,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from ldp_client import LDPClient
-from ldp_shared.errors import ConflictError, TransportError
+from ldp_shared.errors import CollectionNotFoundError, ConflictError, TransportError
 from ldp_shared.mechanisms.registry import mechanism_names, spec_class
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
@@ -53,6 +53,7 @@ class DemoOptions:
     seed: int | None = None
     batch_size: int = 1000
     budget: str = "sample"  # how the naive Bayes and Adult collections spend ε: "split"/"sample"
+    fresh: bool = False  # simulate --fresh: delete each demo collection first, then create it
 
 
 def free_port() -> int:
@@ -169,8 +170,13 @@ def replicate(records: list[T], clients: int) -> list[T]:
     return records * max(1, math.ceil(clients / len(records)))
 
 
-def ensure_collection(admin: LDPClient, spec: CollectionSpec) -> None:
-    """Create the collection, or accept an existing one with exactly this spec."""
+def ensure_collection(admin: LDPClient, spec: CollectionSpec, *, fresh: bool = False) -> None:
+    """Create the collection, or accept an existing one with exactly this spec (its reports
+    then add to those of earlier runs). ``fresh``: delete an existing one first, with all
+    its reports, models and jobs (admin token)."""
+    if fresh:
+        with suppress(CollectionNotFoundError):
+            admin.delete_collection(spec.name, confirm=spec.name)
     try:
         admin.create_collection(spec)
     except ConflictError:
@@ -178,6 +184,7 @@ def ensure_collection(admin: LDPClient, spec: CollectionSpec) -> None:
         if existing.spec != spec:
             raise ConflictError(
                 f"collection {spec.name!r} exists with another configuration"
+                " (--fresh deletes it and creates it again)"
             ) from None
 
 
@@ -195,7 +202,7 @@ def report_records(
     when the options carry a seed."""
     rng = None if options.seed is None else seeded_rng(options.seed + seed_offset)
     with LDPClient(base_urls[0], token=admin_token) as admin:
-        ensure_collection(admin, spec)
+        ensure_collection(admin, spec, fresh=options.fresh)
     deal_records(base_urls, spec.name, records, rng, options.batch_size, progress)
 
 

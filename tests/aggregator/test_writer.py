@@ -9,16 +9,22 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, delete
+from sqlalchemy import Connection, Engine, update
 from sqlalchemy.exc import OperationalError
 
 from ldp_aggregator import writer as writer_module
 from ldp_aggregator.collections import create_collection
 from ldp_aggregator.ingest import ingest_batch
 from ldp_aggregator.storage.collections import StoredCollection
+from ldp_aggregator.storage.lifecycle import delete_collection, set_closed
+from ldp_aggregator.storage.reports import count_reports
 from ldp_aggregator.storage.tables import collection_stats
 from ldp_aggregator.writer import ReportWriter
-from ldp_shared.errors import CorruptStatisticsError
+from ldp_shared.errors import (
+    CollectionClosedError,
+    CollectionNotFoundError,
+    CorruptStatisticsError,
+)
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import BatchResult, ReportBatch
 
@@ -40,11 +46,11 @@ def hold_first_transaction(monkeypatch: pytest.MonkeyPatch) -> Gate:
     gate = Gate(threading.Event(), threading.Event())
     real = writer_module.lock_stats
 
-    def held(connection: Connection, collection_id: int) -> None:
+    def held(connection: Connection, collection_id: int) -> bool:
         if not gate.entered.is_set():
             gate.entered.set()
             assert gate.open.wait(DEADLINE_SECONDS)
-        real(connection, collection_id)
+        return real(connection, collection_id)
 
     monkeypatch.setattr(writer_module, "lock_stats", held)
     return gate
@@ -123,9 +129,11 @@ def test_a_failing_request_does_not_fail_the_others_of_its_transaction(
     store: Engine, store_survey: StoredCollection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     broken = create_collection(store, CollectionSpec.model_validate(spec_payload(name="broken")))
-    with store.begin() as connection:
+    with store.begin() as connection:  # statistics of the wrong length: reading them fails
         connection.execute(
-            delete(collection_stats).where(collection_stats.c.collection_id == broken.id)
+            update(collection_stats)
+            .where(collection_stats.c.collection_id == broken.id)
+            .values(sums=b"\x00")
         )
     first, second, third = seeded_requests(store_survey.config, 3, seed=3)
     bad = [{**report, "config_hash": broken.config.config_hash} for report in third]
@@ -159,3 +167,28 @@ def test_no_request_is_answered_before_its_commit_and_a_failed_commit_stores_not
     results = run_grouped(writer, [(store_survey, items) for items in requests[1:]], gate)
     assert all(isinstance(r, OperationalError) for r in results)
     assert snapshot(store, "survey") == before
+
+
+@pytest.mark.parametrize("how", ["closed", "deleted"])
+def test_a_closed_or_deleted_collection_is_refused_inside_the_shared_transaction(
+    store: Engine, store_survey: StoredCollection, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    other = create_collection(store, CollectionSpec.model_validate(spec_payload(name="other")))
+    if how == "closed":
+        set_closed(store, other, closed=True)
+    else:
+        delete_collection(store, other)
+    first, second, third = seeded_requests(store_survey.config, 3, seed=4)
+    late = [{**report, "config_hash": other.config.config_hash} for report in third]
+    writer = ReportWriter(store)
+    gate = hold_first_transaction(monkeypatch)
+    results = run_grouped(
+        writer, [(store_survey, first), (other, late), (store_survey, second)], gate
+    )
+    expected = CollectionClosedError if how == "closed" else CollectionNotFoundError
+    assert isinstance(results[1], expected)
+    assert writer.transactions == 2  # refused without failing the group's transaction
+    n = len(first) + len(second)
+    assert snapshot(store, "survey") == Snapshot(n, n, expected_sums(store_survey, first + second))
+    with store.connect() as connection:
+        assert count_reports(connection, other.id) == 0

@@ -43,6 +43,16 @@ def test_the_readme_sequence_runs_as_pasted(
     )
     assert released.status_code == 200, released.text
     assert released.json()["n_reports"] == 2
+    close = httpx.post(f"{server}/v1/collections/survey/close", headers=admin)
+    assert close.status_code == 200 and close.json()["open"] is False
+    again = httpx.post(
+        f"{server}/v1/collections/survey/reports",
+        content=body,
+        headers={"Content-Type": "application/json"},
+    )
+    assert again.status_code == 409, again.text
+    gone = httpx.delete(f"{server}/v1/collections/survey?confirm=survey", headers=admin)
+    assert gone.status_code == 204
 
 
 @pytest.mark.parametrize(

@@ -1,17 +1,21 @@
-"""Creating, listing and reading collections."""
+"""Creating, listing, reading, closing and deleting collections."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request, Response, status
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request, Response, status
 from pydantic import BaseModel
 
 from ldp_aggregator.auth import require_admin, require_analyst
 from ldp_aggregator.collections import create_collection as store_collection
 from ldp_aggregator.deps import app_state
 from ldp_aggregator.problems import body_validation_problem, problem_responses
+from ldp_aggregator.storage import lifecycle, retention
 from ldp_aggregator.storage.collections import list_collection_names
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.errors import ConfigurationError
+from ldp_shared.errors import ConfigurationError, InvalidQueryError
+from ldp_shared.lifecycle_wire import CollectionStatus, Retention
 from ldp_shared.schema import CollectionSpec
 
 router = APIRouter(prefix="/v1/collections", tags=["collections"])
@@ -55,3 +59,78 @@ def list_collections(request: Request) -> CollectionList:
 def get_collection(name: str, request: Request) -> CollectionConfig:
     """The public config of a collection: what a client needs to perturb (no token)."""
     return app_state(request).collections.get(name).config
+
+
+@router.get(
+    "/{name}/status",
+    response_model=CollectionStatus,
+    dependencies=[Depends(require_analyst)],
+    responses=problem_responses(401, 404),
+)
+def collection_status(name: str, request: Request) -> CollectionStatus:
+    """Whether the collection takes new reports, and how many it holds (analyst)."""
+    state = app_state(request)
+    return lifecycle.collection_status(state.engine, state.collections.get(name))
+
+
+@router.post(
+    "/{name}/close",
+    response_model=CollectionStatus,
+    dependencies=[Depends(require_admin)],
+    responses=problem_responses(401, 403, 404),
+)
+def close_collection(name: str, request: Request) -> CollectionStatus:
+    """Close the collection to new reports (admin; idempotent). Uploads then get 409
+    ``collection-closed``; estimates, models and jobs stay readable."""
+    state = app_state(request)
+    return lifecycle.set_closed(state.engine, state.collections.get(name), closed=True)
+
+
+@router.post(
+    "/{name}/reopen",
+    response_model=CollectionStatus,
+    dependencies=[Depends(require_admin)],
+    responses=problem_responses(401, 403, 404),
+)
+def reopen_collection(name: str, request: Request) -> CollectionStatus:
+    """Take new reports again (admin; idempotent)."""
+    state = app_state(request)
+    return lifecycle.set_closed(state.engine, state.collections.get(name), closed=False)
+
+
+@router.put(
+    "/{name}/retention",
+    response_model=CollectionStatus,
+    dependencies=[Depends(require_admin)],
+    responses=problem_responses(401, 403, 404),
+)
+def set_retention(name: str, body: Retention, request: Request) -> CollectionStatus:
+    """How many days reports keep their bits (admin); older ones are folded away at once
+    and then periodically. Their ids stay (a replay counts once), and so do the estimates."""
+    state = app_state(request)
+    return retention.set_retention(state.engine, state.collections.get(name), body.days)
+
+
+@router.delete(
+    "/{name}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    response_class=Response,
+    dependencies=[Depends(require_admin)],
+    responses=problem_responses(401, 403, 404),
+)
+def delete_collection(
+    name: str,
+    request: Request,
+    confirm: Annotated[str, Query(description="the collection's name again")],
+) -> Response:
+    """Delete the collection with its reports, statistics, models and jobs (admin), in one
+    transaction. ``confirm`` must repeat the name (422 otherwise, and nothing is deleted)."""
+    if confirm != name:
+        raise InvalidQueryError(
+            f"confirm={confirm!r} is not the collection's name: send ?confirm={name} to"
+            " delete it with all its reports, statistics, models and jobs"
+        )
+    state = app_state(request)
+    lifecycle.delete_collection(state.engine, state.collections.get(name))
+    state.collections.forget(name)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -13,6 +13,7 @@ from ldp_aggregator.deps import AppState, app_state
 from ldp_aggregator.ingest import ingest_batch
 from ldp_aggregator.problems import problem_responses
 from ldp_aggregator.writer import ReportWriter, Reshuffler
+from ldp_shared.errors import CollectionNotFoundError
 from ldp_shared.wire import BatchResult, ReportBatch
 
 _CREATE_LOCK = threading.Lock()
@@ -50,20 +51,31 @@ router = APIRouter(prefix="/v1/collections", tags=["reports"], lifespan=_lifespa
 
 
 @router.post(
-    "/{name}/reports", response_model=BatchResult, responses=problem_responses(404, 413, 429, 503)
+    "/{name}/reports",
+    response_model=BatchResult,
+    responses=problem_responses(404, 409, 413, 429, 503),
 )
 def upload_reports(name: str, batch: ReportBatch, request: Request) -> BatchResult:
     """Store a batch of perturbed reports; one outcome per report, in order.
 
-    Over an upload limit: 429 with ``Retry-After``, and nothing is stored.
+    Over an upload limit: 429 with ``Retry-After``, and nothing is stored. To a
+    collection an admin closed: 409 ``collection-closed`` for the whole batch, and
+    nothing is stored.
     """
     state = app_state(request)
-    collection = state.collections.get(name)
+    collection = state.collections.cached(name)
     address = request.client.host if request.client is not None else None
     refusal = state.upload_limits.admit(collection.name, len(batch.reports), address)
     if refusal is not None:
         state.metrics.count_rate_limited(collection.name, refusal.limit, len(batch.reports))
         raise refusal.error()
-    result = ingest_batch(state.engine, collection, batch, writer=writer_of(request.app))
+    writer = writer_of(request.app)
+    try:
+        result = ingest_batch(state.engine, collection, batch, writer=writer)
+    except CollectionNotFoundError:
+        # deleted since this replica cached it; a collection of the same name may exist now
+        state.collections.forget(name)
+        collection = state.collections.get(name)
+        result = ingest_batch(state.engine, collection, batch, writer=writer)
     state.metrics.count_reports(collection.name, result.accepted, result.duplicate, result.rejected)
     return result

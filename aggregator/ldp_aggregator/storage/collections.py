@@ -1,4 +1,4 @@
-"""Creating and loading collections (immutable once created)."""
+"""Creating and loading collections (their configs are immutable once created)."""
 
 from __future__ import annotations
 
@@ -93,8 +93,14 @@ def list_collection_names(engine: Engine) -> list[str]:
 
 
 class CollectionCache:
-    """Loaded collections by name. Safe to cache: a collection never changes once created.
+    """Loaded collections by name, shared by the request threads of one replica.
 
+    A collection's config never changes, but an admin may delete a collection (on any
+    replica) and create another of the same name. :meth:`get` therefore checks a hit
+    against the database (the id and config hash, one indexed lookup) and never answers
+    with a deleted collection. :meth:`cached` skips that check, for the upload path only,
+    whose writing transaction checks again
+    (:func:`~ldp_aggregator.storage.lifecycle.refusal_to_write`).
     Only hits are cached, so a collection created through another replica is found
     on its first use here.
     """
@@ -104,11 +110,35 @@ class CollectionCache:
         self._loaded: dict[str, StoredCollection] = {}
 
     def get(self, name: str) -> StoredCollection:
+        """The collection as stored now; :class:`CollectionNotFoundError` if none."""
         found = self._loaded.get(name)
-        if found is None:
-            found = load_collection(self._engine, name)
-            self._loaded[name] = found
+        if found is not None:
+            with self._engine.connect() as connection:
+                row = connection.execute(
+                    select(collections.c.id, collections.c.config_hash).where(
+                        collections.c.name == name
+                    )
+                ).one_or_none()
+            if row is not None and (int(row.id), row.config_hash) == (
+                found.id,
+                found.config.config_hash,
+            ):
+                return found
+            self.forget(name)
+        return self._load(name)
+
+    def cached(self, name: str) -> StoredCollection:
+        """The collection as first loaded here, maybe deleted since (see the class)."""
+        found = self._loaded.get(name)
+        return self._load(name) if found is None else found
+
+    def _load(self, name: str) -> StoredCollection:
+        found = load_collection(self._engine, name)
+        self._loaded[name] = found
         return found
 
     def remember(self, collection: StoredCollection) -> None:
         self._loaded[collection.name] = collection
+
+    def forget(self, name: str) -> None:
+        self._loaded.pop(name, None)

@@ -137,10 +137,11 @@ def reports_per_day(connection: Connection, collection_id: int) -> list[tuple[da
 def iter_report_bits(
     connection: Connection, collection_id: int, chunk: int = 10_000
 ) -> Iterator[list[bytes]]:
-    """The stored packed reports of a collection, in chunks (ordered by id, not arrival)."""
+    """The stored packed reports of a collection, in chunks (ordered by id, not arrival);
+    reports folded away by their retention (empty bits) are left out."""
     result = connection.execution_options(stream_results=True, yield_per=chunk).execute(
         select(reports.c.bits)
-        .where(reports.c.collection_id == collection_id)
+        .where(reports.c.collection_id == collection_id, reports.c.bits != b"")
         .order_by(reports.c.report_id)
     )
     for partition in result.partitions(chunk):

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, select, update
 from ldp_aggregator.storage.tables import collection_stats
 from ldp_shared.codec import DecodedBatch, decode_reports
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.errors import CorruptStatisticsError
+from ldp_shared.errors import CollectionNotFoundError, CorruptStatisticsError
 
 __all__ = [
     "CorruptStatisticsError",
@@ -109,20 +109,21 @@ def empty_stats_row(collection_id: int, length: int, float_length: int = 0) -> d
     }
 
 
-def lock_stats(connection: Connection, collection_id: int) -> None:
-    """Take the write lock on a collection's statistics with a no-op write.
+def lock_stats(connection: Connection, collection_id: int) -> bool:
+    """Take the write lock on a collection's statistics with a no-op write (``False``:
+    the collection has no statistics row, it was deleted).
 
     On SQLite this acquires the database write lock before the transaction reads
     anything; on PostgreSQL it locks the row until commit. Either way, concurrent
-    ingests of the same collection queue up here and cannot lose updates.
+    ingests of the same collection queue up here and cannot lose updates, and closing
+    or deleting the collection waits for them.
     """
     result = connection.execute(
         update(collection_stats)
         .where(collection_stats.c.collection_id == collection_id)
         .values(n_reports=collection_stats.c.n_reports)
     )
-    if result.rowcount != 1:
-        raise CorruptStatisticsError(f"collection {collection_id} has no statistics row")
+    return result.rowcount == 1
 
 
 def read_stats(
@@ -134,8 +135,8 @@ def read_stats(
             collection_stats.c.n_reports, collection_stats.c.sums, collection_stats.c.float_sums
         ).where(collection_stats.c.collection_id == collection_id)
     ).one_or_none()
-    if row is None:
-        raise CorruptStatisticsError(f"collection {collection_id} has no statistics row")
+    if row is None:  # every collection is stored with its row: deleted meanwhile
+        raise CollectionNotFoundError(f"collection {collection_id} was deleted")
     return Stats(
         n_reports=int(row.n_reports),
         sums=decode_sums(bytes(row.sums), length),

@@ -40,6 +40,12 @@ collections = Table(
     Column("config_json", Text, nullable=False),
     Column("config_hash", String(64), nullable=False),
     Column("created_day", Date, nullable=False),
+    # the day an admin closed the collection to new reports (NULL: open); see
+    # ldp_aggregator.storage.lifecycle
+    Column("closed_day", Date, nullable=True),
+    # how many days a report keeps its bits before they are folded away (NULL: for ever);
+    # see ldp_aggregator.storage.retention
+    Column("retention_days", Integer, nullable=True),
 )
 
 collection_stats = Table(
