@@ -34,6 +34,7 @@ from ldp_aggregator.storage import training as store
 from ldp_aggregator.storage.at_rest import truncate_wal
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.jobs import JobRow, insert_job, read_job, update_job
+from ldp_aggregator.storage.lifecycle import refusal_to_write
 from ldp_shared.analyses.logistic.planning import default_bound, plan_training, smoothness
 from ldp_shared.analyses.logistic.training import (
     TrainingPlan,
@@ -262,6 +263,13 @@ def _progress(spec: TrainingSpec, round_: int) -> str:
     return f"round {round_} of {spec.rounds}" if round_ < (spec.rounds or 0) else "finished"
 
 
+def _refuse_if_closed(connection: Connection, collection: StoredCollection) -> None:
+    """A closed (or deleted) collection takes no participation and no report of its jobs."""
+    refusal = refusal_to_write(connection, collection)
+    if refusal is not None:
+        raise refusal
+
+
 def _lock(connection: Connection, job_id: str) -> None:
     """Take the job's round row for this transaction (PostgreSQL: its row lock; SQLite:
     the write lock), before anything is read: transactions of one job run one at a time."""
@@ -287,6 +295,7 @@ def issue_participation(engine: Engine, collection: StoredCollection, job_id: st
     with engine.begin() as connection:
         _lock(connection, job_id)
         row = _job_row(connection, collection, job_id)
+        _refuse_if_closed(connection, collection)
         if row.status != "running":
             raise RoundClosedError(f"training job {job_id!r} has finished; it takes no reports")
         spec = TrainingSpec.model_validate_json(row.request_json)
@@ -341,6 +350,7 @@ def accept_report(
     with engine.begin() as connection:
         _lock(connection, job_id)
         row = _job_row(connection, collection, job_id)
+        _refuse_if_closed(connection, collection)
         mechanisms = mechanisms_of(row.request_json)
         used = store.use_token(connection, job_id, _hash(token))
         if used is None:

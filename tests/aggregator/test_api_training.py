@@ -261,3 +261,18 @@ def test_a_plan_with_rounds_over_the_limit_is_refused(train: TestClient, engine:
     response = train.post(jobs_path(), json=huge, headers=ANALYST)
     assert response.status_code == 422 and "over the 1,000,000 a round takes" in response.text
     assert rows(engine, jobs) == 0
+
+
+def test_a_closed_collection_takes_no_participation_or_report(
+    train: TestClient, engine: Engine
+) -> None:
+    job = create(train)
+    participation = ask(train, job.id)
+    assert train.post("/v1/collections/train/close", headers=ADMIN).is_success
+    refused = train.post(f"{jobs_path()}/{job.id}/participations")
+    assert refused.status_code == 409 and refused.json()["type"].endswith("/collection-closed")
+    late = answer(train, participation, records(1)[0], seeded_rng(12))
+    assert late.status_code == 409 and late.json()["type"].endswith("/collection-closed")
+    assert rows(engine, training_reports) == 0
+    assert train.post("/v1/collections/train/reopen", headers=ADMIN).is_success
+    assert answer(train, participation, records(1)[0], seeded_rng(12)).status_code == 200
