@@ -31,7 +31,7 @@ from urllib.parse import quote
 from sqlalchemy import create_engine, text
 
 from _common import base_parser, emit, log, start_marker
-from ldp_aggregator import training
+from ldp_aggregator import training, training_rounds
 from ldp_aggregator.collections import create_collection
 from ldp_aggregator.ingest import ingest_batch
 from ldp_aggregator.storage.engine import make_engine
@@ -79,14 +79,16 @@ def run(database_url: str, devices: int, round_size: int) -> dict[str, Any]:
     cpu, wall, closing, sizes = [], [], [], {"participation": 0, "report": 0}
     for record in records:
         c0, w0 = time.thread_time(), time.perf_counter()
-        participation = training.issue_participation(engine, collection, job.id)
+        participation = training_rounds.issue_participation(engine, collection, job.id)
         c1, w1 = time.thread_time(), time.perf_counter()
         mechanisms = rebuild_mechanisms(participation)  # the device: not timed
         body = ParticipationReport(
             report=encode_bits(make_report(participation, mechanisms, record, rng))
         )
         c2, w2 = time.thread_time(), time.perf_counter()
-        result = training.accept_report(engine, collection, job.id, participation.token, body)
+        result = training_rounds.accept_report(
+            engine, collection, job.id, participation.token, body
+        )
         c3, w3 = time.thread_time(), time.perf_counter()
         cpu.append((c1 - c0) + (c3 - c2))
         wall.append((w1 - w0) + (w3 - w2))

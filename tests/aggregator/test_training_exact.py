@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from tests.aggregator.conftest import ADMIN_TOKEN, ANALYST, TestClient, spec_payload
 from tests.aggregator.training_helpers import LAYOUT, records, spec, take_part
 
-from ldp_aggregator import training
+from ldp_aggregator import training, training_rounds
 from ldp_aggregator.app import create_app
 from ldp_aggregator.collections import create_collection
 from ldp_aggregator.settings import Settings
@@ -97,11 +97,11 @@ def test_noise_off_is_plain_minibatch_gradient_descent_bit_for_bit(tmp_path: Pat
     assert job.gradient.exact_epsilon == math.inf and job.loss is None
     data = records(80, seed=11)
     for record in data:  # 4 rounds of 20, in this order
-        participation = training.issue_participation(engine, collection, job.id)
+        participation = training_rounds.issue_participation(engine, collection, job.id)
         mechanisms = rebuild_mechanisms(participation)
         report = make_report(participation, mechanisms, record, seeded_rng(0))
         body = ParticipationReport(report=encode_bits(report))
-        training.accept_report(engine, collection, job.id, participation.token, body)
+        training_rounds.accept_report(engine, collection, job.id, participation.token, body)
     model = training.trained_model(engine, collection, job.id)
 
     # the reference: w ← w − η(mean gradient + λ·w without intercept), tail-averaged

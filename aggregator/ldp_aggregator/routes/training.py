@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Request, Response, status
 
-from ldp_aggregator import training
+from ldp_aggregator import training, training_rounds
 from ldp_aggregator.auth import require_analyst
 from ldp_aggregator.deps import AppState, app_state
 from ldp_aggregator.problems import problem_responses
@@ -94,7 +94,7 @@ def participate(name: str, job_id: JobId, request: Request) -> Participation:
     token. 429 with ``Retry-After`` while every place is taken; 409 once the job is done."""
     state = app_state(request)
     collection = _admit_device(state, name, request)
-    return training.issue_participation(state.engine, collection, job_id)
+    return training_rounds.issue_participation(state.engine, collection, job_id)
 
 
 @router.put(
@@ -114,4 +114,4 @@ def send_participation_report(
     then."""
     state = app_state(request)
     collection = _admit_device(state, name, request)
-    return training.accept_report(state.engine, collection, job_id, token, body)
+    return training_rounds.accept_report(state.engine, collection, job_id, token, body)
