@@ -22,7 +22,7 @@ from ldp_aggregator.storage import training as store
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.jobs import JobRow, insert_job, read_job, update_job
 from ldp_shared.analyses.logistic.planning import default_bound, plan_training, smoothness
-from ldp_shared.analyses.logistic.training import TrainingPlan
+from ldp_shared.analyses.logistic.training import TrainingPlan, plan_of
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError, NotFoundError
 from ldp_shared.itemset_wire import JobError
 from ldp_shared.learning import device
@@ -87,8 +87,9 @@ def complete_spec(spec: TrainingSpec) -> TrainingSpec:
 
 @dataclass(frozen=True)
 class JobMechanisms:
-    """What a complete spec runs with."""
+    """What a complete spec runs with (the spec itself included)."""
 
+    spec: TrainingSpec
     plan: TrainingPlan
     gradient: GradientRandomizer
     loss: LatticeRandomizer | None
@@ -105,8 +106,8 @@ class JobMechanisms:
         losses = self.plan.loss_devices
         return {"gradient": self.plan.round_size - losses, "loss": losses}
 
-    def gradient_config(self, spec: TrainingSpec) -> GradientMechanismConfig:
-        g = self.gradient
+    def gradient_config(self) -> GradientMechanismConfig:
+        spec, g = self.spec, self.gradient
         return GradientMechanismConfig(
             name=spec.mechanism,
             dimension=g.dimension,
@@ -119,9 +120,10 @@ class JobMechanisms:
             published=g.published(),
         )
 
-    def loss_config(self, spec: TrainingSpec) -> LossMechanismConfig | None:
+    def loss_config(self) -> LossMechanismConfig | None:
         if self.loss is None:
             return None
+        spec = self.spec
         return LossMechanismConfig(
             name=loss_mechanism_name(self.loss),
             epsilon=spec.epsilon,
@@ -140,25 +142,12 @@ def loss_mechanism_name(mechanism: LatticeRandomizer) -> str:
 def mechanisms_of(spec_json: str) -> JobMechanisms:
     """The mechanisms of a complete spec (cached: building a lattice channel takes time)."""
     spec = TrainingSpec.model_validate_json(spec_json)
-    assert spec.round_size is not None and spec.rounds is not None
-    assert spec.learning_rate is not None and spec.bound is not None
-    plan = TrainingPlan(
-        mechanism=spec.mechanism,
-        epsilon=spec.epsilon,
-        round_size=spec.round_size,
-        rounds=spec.rounds,
-        learning_rate=spec.learning_rate,
-        decay=spec.decay,
-        l2=spec.l2,
-        bound=spec.bound,
-        loss_share=spec.loss_share,
-        average_from=spec.average_from,
-        delta=spec.delta,
-    )
+    assert spec.bound is not None
+    plan = plan_of(spec)
     d = spec.layout.dimension
     gradient = gradient_randomizer(spec.mechanism, d, spec.epsilon, spec.bound, spec.delta)
     loss = device.loss_randomizer(spec.epsilon) if plan.loss_devices > 0 else None
-    return JobMechanisms(plan, gradient, loss)
+    return JobMechanisms(spec, plan, gradient, loss)
 
 
 # ---------------------------------------------------------------------- analysts
@@ -181,15 +170,14 @@ def read_training_job(engine: Engine, collection: StoredCollection, job_id: str)
         row = job_row(connection, collection, job_id)
         state = store.read_round(connection, job_id)
     assert state is not None  # created with the job, deleted with it
-    spec = TrainingSpec.model_validate_json(row.request_json)
     mechanisms = mechanisms_of(row.request_json)
     return TrainingJob(
         id=row.id,
         collection=collection.name,
         status=row.status,
-        spec=spec,
-        gradient=mechanisms.gradient_config(spec),
-        loss=mechanisms.loss_config(spec),
+        spec=mechanisms.spec,
+        gradient=mechanisms.gradient_config(),
+        loss=mechanisms.loss_config(),
         round=state.round,
         received=state.gradient_received + state.loss_received,
         weights=state.weights.tolist(),

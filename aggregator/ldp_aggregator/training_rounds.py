@@ -103,8 +103,8 @@ def issue_participation(engine: Engine, collection: StoredCollection, job_id: st
         _refuse_if_closed(connection, collection)
         if row.status != "running":
             raise RoundClosedError(f"training job {job_id!r} has finished; it takes no reports")
-        spec = TrainingSpec.model_validate_json(row.request_json)
         mechanisms = mechanisms_of(row.request_json)
+        spec = mechanisms.spec
         state = store.read_round(connection, job_id)
         assert state is not None
         now = int(time.time())
@@ -134,8 +134,8 @@ def issue_participation(engine: Engine, collection: StoredCollection, job_id: st
         role=role,
         weights=state.weights.tolist(),
         layout=spec.layout,
-        gradient=mechanisms.gradient_config(spec),
-        loss=mechanisms.loss_config(spec),
+        gradient=mechanisms.gradient_config(),
+        loss=mechanisms.loss_config(),
         epsilon=mechanisms.epsilon,
         delta=mechanisms.gradient.delta,
         expires_unix=issued + math.ceil(spec.participation_seconds),
@@ -165,7 +165,7 @@ def accept_report(
         state = store.read_round(connection, job_id)
         assert state is not None
         if row.status != "running" or used.round != state.round:
-            now = progress_text(TrainingSpec.model_validate_json(row.request_json), state.round)
+            now = progress_text(mechanisms.spec, state.round)
             raise RoundClosedError(
                 f"round {used.round} of training job {job_id!r} is closed (the job is at"
                 f" {now}); the report was not kept"
@@ -250,7 +250,7 @@ def _close_if_full(
     curve = json.loads(state.curve_json)
     curve.append(_round_log(log).model_dump())
     store.advance_round(connection, row.id, state.round, weights, weight_sum, json.dumps(curve))
-    spec = TrainingSpec.model_validate_json(row.request_json)
+    spec = mechanisms.spec
     if state.round + 1 < plan.rounds:
         update_job(connection, row.id, progress=progress_text(spec, state.round + 1))
         return True

@@ -20,7 +20,7 @@ import secrets
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ldp_client import AsyncLDPClient
-from ldp_shared.analyses.logistic.training import TrainingPlan, predict_proba, train
+from ldp_shared.analyses.logistic.training import plan_of, predict_proba, train
 from ldp_shared.errors import RateLimitedError
 from ldp_shared.learning.layout import FeatureLayout, NumericFeature
 from ldp_shared.rand import seeded_rng
@@ -183,11 +183,8 @@ def simulate_training(
         ensure_collection(admin, _collection_spec())
     records = device_records(data, train_rows, options.devices)
     job, model = asyncio.run(_drive(urls, analyst_token, spec, records, options))
-    columns = {n: [data.values[i][j] for i in test_rows] for j, n in enumerate(data.features)}
-    x = layout.encode(columns)
-    y = layout.labels([data.labels[i] for i in test_rows])
+    x, y = encoded(data, layout, test_rows)
     scores = predict_proba(np.asarray(model.weights), x)
-    accuracy = float(((scores >= 0.5) == (y == 1)).mean())
     majority = float(max(y.mean(), 1 - y.mean()))
     return TrainResult(
         job=job.id,
@@ -196,7 +193,7 @@ def simulate_training(
         devices=int(job.spec.round_size or 0) * model.rounds,
         round_size=int(job.spec.round_size or 0),
         rounds=model.rounds,
-        accuracy=accuracy,
+        accuracy=accuracy_of(np.asarray(model.weights), x, y),
         auc=auc(scores, y),
         majority=majority,
         noise_off_accuracy=_noise_off(job.spec, layout, data, train_rows, x, y),
@@ -204,6 +201,21 @@ def simulate_training(
         seconds=time.perf_counter() - started,
         citation=data.citation,
     )
+
+
+def encoded(
+    data: NumericDataset, layout: FeatureLayout, rows: Sequence[int]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The encoded features and 0/1 labels of ``rows`` of ``data``."""
+    columns = {n: [data.values[i][j] for i in rows] for j, n in enumerate(data.features)}
+    return layout.encode(columns), layout.labels([data.labels[i] for i in rows])
+
+
+def accuracy_of(
+    weights: np.ndarray[Any, Any], x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]
+) -> float:
+    """Share of records whose predicted class (probability ≥ ½) is their label."""
+    return float(((predict_proba(weights, x) >= 0.5) == (y == 1)).mean())
 
 
 def _noise_off(
@@ -214,23 +226,12 @@ def _noise_off(
     x_test: np.ndarray[Any, Any],
     y_test: np.ndarray[Any, Any],
 ) -> float:
-    """The same plan, no noise, one pass over the same number of devices (no server)."""
-    assert spec.round_size is not None and spec.rounds is not None
-    assert spec.learning_rate is not None
-    plan = TrainingPlan(
-        mechanism=None,
-        epsilon=spec.epsilon,
-        round_size=spec.round_size,
-        rounds=spec.rounds,
-        learning_rate=spec.learning_rate,
-        l2=spec.l2,
-        loss_share=spec.loss_share,
-    )
-    columns = {n: [data.values[i][j] for i in train_rows] for j, n in enumerate(data.features)}
-    x, y = layout.encode(columns), layout.labels([data.labels[i] for i in train_rows])
-    holders = np.resize(np.arange(len(train_rows)), spec.round_size * spec.rounds)
+    """The job's plan with the noise off, one pass over as many devices (no server)."""
+    plan = replace(plan_of(spec), mechanism=None)
+    x, y = encoded(data, layout, train_rows)
+    holders = np.resize(np.arange(len(train_rows)), plan.round_size * plan.rounds)
     model = train(plan, x, y, devices=holders, rng=seeded_rng(SPLIT_SEED))
-    return float(((predict_proba(model.weights, x_test) >= 0.5) == (y_test == 1)).mean())
+    return accuracy_of(model.weights, x_test, y_test)
 
 
 def _collection_spec() -> CollectionSpec:

@@ -19,7 +19,14 @@ from ldp_shared.errors import AlreadyParticipatedError, InvalidRecordError, Priv
 from ldp_shared.rand import seeded_rng
 from ldp_shared.training_wire import TrainingSpec
 from ldp_simulation.datasets import load_breast_cancer
-from ldp_simulation.train_fleet import _collection_spec, device_records, layout_of, split
+from ldp_simulation.train_fleet import (
+    _collection_spec,
+    accuracy_of,
+    device_records,
+    encoded,
+    layout_of,
+    split,
+)
 
 COLLECTION = "training-demo"
 pytestmark = pytest.mark.e2e
@@ -52,12 +59,9 @@ def test_a_fleet_trains_a_model_that_beats_the_majority_class(server: str) -> No
         )
     assert progress[-1] == 60 and model.rounds == 60 and len(model.curve) == 60
     assert math.isclose(model.epsilon, 4.0, rel_tol=1e-9) and model.delta == 0.0
-    layout = layout_of(data)
-    columns = {n: [data.values[i][j] for i in test_rows] for j, n in enumerate(data.features)}
-    x = layout.encode(columns)
-    y = layout.labels([data.labels[i] for i in test_rows])
+    x, y = encoded(data, layout_of(data), test_rows)
     ours = predict_proba(np.asarray(model.weights), x) >= 0.5
-    accuracy = float((ours == (y == 1)).mean())
+    accuracy = accuracy_of(np.asarray(model.weights), x, y)
     majority = float(max(y.mean(), 1 - y.mean()))
     assert majority < 0.64 and accuracy > 0.8, (accuracy, majority)
     # the export: a LogisticRegression with these attributes predicts the same

@@ -37,6 +37,7 @@ from ldp_shared.learning import device
 from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomizer
 from ldp_shared.mechanisms.lattice import LatticeRandomizer
 from ldp_shared.rand import resolve_rng
+from ldp_shared.training_wire import TrainingSpec
 
 Decay = Literal["constant", "inverse-sqrt"]
 
@@ -254,3 +255,22 @@ def train(
 def predict_proba(weights: FloatArray, x: FloatArray) -> FloatArray:
     """``P(y = 1 | x) = σ(w·x)``."""
     return device.probabilities(weights, x)
+
+
+def plan_of(spec: TrainingSpec) -> TrainingPlan:
+    """The library's plan of a complete spec (every planned value filled in)."""
+    if spec.round_size is None or spec.rounds is None or spec.learning_rate is None:
+        raise ValueError("the spec is not complete: round_size, rounds and learning_rate")
+    return TrainingPlan(
+        mechanism=spec.mechanism,
+        epsilon=spec.epsilon,
+        round_size=spec.round_size,
+        rounds=spec.rounds,
+        learning_rate=spec.learning_rate,
+        decay=spec.decay,
+        l2=spec.l2,
+        bound=1.0 if spec.bound is None else spec.bound,
+        loss_share=spec.loss_share,
+        average_from=spec.average_from,
+        delta=spec.delta,
+    )
