@@ -174,9 +174,13 @@ def test_rewrites_during_ingestion_from_two_replicas_lose_nothing(
     lock = threading.Lock()
     stop = threading.Event()
 
+    twice = threading.Event()  # two rewrites have run: the rest of the ingestion follows them
+
     def ingest(k: int) -> None:
         try:
-            for items in requests[k::6]:
+            for n, items in enumerate(requests[k::6]):
+                if n == 1:  # a fast database must not finish before the rewrites start
+                    twice.wait(timeout=60)
                 batch = ReportBatch.model_validate({"reports": items})
                 writer = replicas[k % 2]
                 if ingest_batch(pg, survey, batch, writer=writer).accepted == len(items):
@@ -190,6 +194,8 @@ def test_rewrites_during_ingestion_from_two_replicas_lose_nothing(
     def rewrite() -> None:
         while not stop.wait(0.05):  # as the Reshuffler would, only far more often
             rewrites.append(replicas[0].rewrite())
+            if sum(rewrites) >= 2:
+                twice.set()
 
     rewriter = threading.Thread(target=rewrite)
     threads = [threading.Thread(target=ingest, args=(k,)) for k in range(6)]
