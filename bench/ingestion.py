@@ -80,7 +80,10 @@ def server_counts(server: Server, name: str) -> dict[str, int]:
 
 
 def stored_check(servers: list[Server], config: CollectionConfig) -> dict[str, Any]:
-    """Stored reports (as released to the analyst) against what the servers accepted."""
+    """Stored reports (as released to the analyst) against what the servers accepted,
+    once no request is in flight: wrk leaves up to one request per connection unanswered
+    when it stops, which the server still stores (and counts) after it."""
+    total = _settled_counts(servers, config.name)
     response = httpx.get(
         f"{servers[0].base_url}/v1/collections/{config.name}/{release_route(config)}",
         params={"attribute": config.attributes[0].name},
@@ -89,17 +92,30 @@ def stored_check(servers: list[Server], config: CollectionConfig) -> dict[str, A
     )
     response.raise_for_status()
     stored = int(response.json()["n_reports"])
-    counts = [server_counts(server, config.name) for server in servers]
-    total = {key: sum(c[key] for c in counts) for key in counts[0]}
+    unchanged = _settled_counts(servers, config.name) == total
     return {
         "reports_stored": stored,
         "reports_accepted_by_servers": total["accepted"],
         "duplicate": total["duplicate"],
         "rejected": total["rejected"],
+        "counts_unchanged_while_stored_was_read": unchanged,
         "stored_equals_accepted": stored == total["accepted"]
+        and unchanged
         and total["duplicate"] == 0
         and total["rejected"] == 0,
     }
+
+
+def _settled_counts(servers: list[Server], name: str, wait: float = 1.0) -> dict[str, int]:
+    """The servers' report counts summed, once two reads ``wait`` seconds apart agree."""
+    deadline = time.monotonic() + 60.0
+    counts = [server_counts(server, name) for server in servers]
+    while True:
+        time.sleep(wait)
+        again = [server_counts(server, name) for server in servers]
+        if again == counts or time.monotonic() > deadline:
+            return {key: sum(c[key] for c in again) for key in again[0]}
+        counts = again
 
 
 class Loader:
