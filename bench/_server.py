@@ -2,14 +2,17 @@
 
 Loopback only: the server is the simulation's
 (:func:`ldp_simulation.fleet.aggregator_process`: 127.0.0.1 on a free port, stopped
-when the benchmark that started it is done), with a temporary SQLite file, fresh
-random tokens and its output in a log file.
+when the benchmark that started it is done), with a temporary SQLite file (or a
+database URL: :func:`postgres_database` makes a fresh PostgreSQL one), fresh random
+tokens and its output in a log file. :func:`running_noop_server` serves
+``bench/_noop_app.py``, the yardstick of ``bench/ingestion.py``, the same way.
 """
 
 from __future__ import annotations
 
 import secrets
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,13 +21,23 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sqlalchemy import create_engine
+from sqlalchemy.engine import make_url
 
 from _numeric import numeric_attribute
 from ldp_shared.codec import Privatizer
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.schema import AttributeSpec, CollectionSpec
 from ldp_shared.wire import encode_bits, new_report_id
-from ldp_simulation.fleet import aggregator_process
+from ldp_simulation.fleet import (
+    AggregatorProcess,
+    aggregator_process,
+    free_port,
+    stop_process,
+    wait_ready,
+)
+
+BENCH_DIR = Path(__file__).resolve().parent
 
 
 @dataclass
@@ -65,12 +78,23 @@ class Server:
 
 
 @contextmanager
-def running_server(log_level: str = "warning") -> Iterator[Server]:
-    """Start ``ldpcollect serve`` on a free loopback port; stop it on exit."""
+def running_server(
+    log_level: str = "warning",
+    database_url: str | None = None,
+    tokens: tuple[str, str] | None = None,
+) -> Iterator[Server]:
+    """Start ``ldpcollect serve`` on a free loopback port; stop it on exit.
+
+    Its database is a temporary SQLite file unless ``database_url`` names one (several
+    replicas of one PostgreSQL database: pass them the same ``tokens``, admin and analyst).
+    """
     with tempfile.TemporaryDirectory(prefix="ldp-bench-") as tmp:
         database = Path(tmp) / "bench.db"
-        database_url = f"sqlite:///{database}"
-        admin_token, analyst_token = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+        database_url = database_url or f"sqlite:///{database}"
+        admin_token, analyst_token = tokens or (
+            secrets.token_urlsafe(24),
+            secrets.token_urlsafe(24),
+        )
         log_path = Path(tmp) / "server.log"
         with aggregator_process(
             database_url, admin_token, analyst_token, log_level=log_level, log_path=log_path
@@ -87,6 +111,43 @@ def running_server(log_level: str = "warning") -> Iterator[Server]:
                 command=[a.replace(tmp, "<temporary folder>") for a in command],
                 log_path=log_path,
             )
+
+
+@contextmanager
+def running_noop_server(log_level: str = "warning") -> Iterator[AggregatorProcess]:
+    """Serve ``bench/_noop_app.py`` as the aggregator is served (uvicorn, one process,
+    127.0.0.1, no access log, ``log_level``); stop it on exit."""
+    port = free_port()
+    app = [sys.executable, "-m", "uvicorn", "--app-dir", str(BENCH_DIR), "_noop_app:app"]
+    options = ["--host", "127.0.0.1", "--port", str(port), "--log-level", log_level]
+    command = [*app, *options, "--no-access-log"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(base_url, process, None, what="the no-op app")
+        shown = ["python", *command[1:4], "bench", *command[5:]]  # without this machine's paths
+        yield AggregatorProcess(process, base_url, shown)
+    finally:
+        stop_process(process)
+
+
+@contextmanager
+def postgres_database(admin_url: str) -> Iterator[str]:
+    """A fresh PostgreSQL database ``ldpbench_<random hex>`` on the server of
+    ``admin_url`` (a database the user may connect to), dropped on exit; yields its URL."""
+    name = f"ldpbench_{secrets.token_hex(6)}"
+    url = make_url(admin_url)
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        try:
+            yield url.set(database=name).render_as_string(hide_password=False)
+        finally:
+            with admin.connect() as connection:
+                connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        admin.dispose()
 
 
 def bench_spec(

@@ -192,6 +192,73 @@ def accuracy(doc: dict[str, Any]) -> str:
 
 
 def ingestion(doc: dict[str, Any]) -> str:
+    """bench/ingestion.py: ours beside its yardsticks (issue 12); older results, measured
+    with httpx before the wrk rework, keep their own table."""
+    if "single_report_requests" not in doc.get("summary", {}):
+        return ingestion_httpx(doc)
+    summary = doc["summary"]
+    lines = [
+        "| measurement | ours | yardstick | ratio | target |",
+        "|---|---:|---:|---:|---|",
+    ]
+    one = summary["single_report_requests"]
+    if one:
+        cpu = one["server_cpu_ms_per_request"]
+        lines += [
+            f"| single-report requests, {one['connections']} connections (req/s) "
+            f"| {one['ours_requests_per_second']:,.0f} | no-op route "
+            f"{one['noop_requests_per_second']:,.0f} | {one['ratio']:.2f} | ≥ 0.50 |",
+            f"| single-report p50 / p99 (ms) | {one['ours_p50_ms']:.1f} / {one['ours_p99_ms']:.1f} "
+            f"| {one['noop_p50_ms']:.1f} / {one['noop_p99_ms']:.1f} | – | p99 < 100 ms |",
+            f"| server CPU per request (ms) | {cpu['ours']:.2f} | {cpu['noop']:.2f} "
+            f"| {cpu['ours'] / cpu['noop']:.1f}× | – |",
+        ]
+    batches = summary["batched_reports"]
+    if batches:
+        raw_with = batches["raw_reports_per_second_with_checkpoint"]
+        raw_without = batches["raw_reports_per_second_without_checkpoint"]
+        for key, rate in batches["service_reports_per_second"].items():
+            lines.append(
+                f"| batches of {doc['parameters']['batch']:,}, {key.split('_')[0]} "
+                f"connection(s) (reports/s) | {rate:,.0f} | raw SQLite loop {raw_with:,.0f} "
+                f"with WAL truncation ({raw_without:,.0f} without) "
+                f"| {batches['ratio_vs_raw_with_checkpoint'][key]:.2f} "
+                f"({batches['ratio_vs_raw_without_checkpoint'][key]:.2f}) | ≥ 0.60 |"
+            )
+    replicas = summary["postgres_replicas"]
+    if replicas and "skipped" not in replicas:
+        for kind, unit in (("single", "requests_per_second"), ("batches", "reports_per_second")):
+            r = replicas[kind]
+            what = "single reports (req/s)" if kind == "single" else "batches (reports/s)"
+            lines.append(
+                f"| PostgreSQL, two replicas, {what}, {r['connections']} connections "
+                f"| {r[f'two_replicas_{unit}']:,.0f} | one replica {r[f'one_replica_{unit}']:,.0f} "
+                f"| {r['two_over_one']:.2f} | – |"
+            )
+    if len(lines) == 2:
+        lines = [f"No load measurements: {doc['wrk'].get('note', 'wrk did not run')}."]
+    lines.append("")
+    sdk = doc["sdk_submit_reports"]
+    fs = doc.get("disk_write_fsync_latency", {})
+    lines.append(
+        f"SDK `submit_reports` (httpx, batches of {sdk['batch_size']:,}): "
+        f"{sdk['reports_per_second_submit']:,.0f} reports/s. Aggregator peak RSS (VmHWM): "
+        f"{doc['server_peak_rss_mib']:.0f} MiB; stored = accepted: SQLite "
+        f"{summary['sqlite_stored_equals_accepted']}"
+        + (
+            f", PostgreSQL {replicas['stored_equals_accepted']}"
+            if replicas and "skipped" not in replicas
+            else ""
+        )
+        + f"; non-2xx answers: {summary['non_2xx_total']}; wrk used at most "
+        f"{100 * (summary['wrk_cpu_share_of_one_core_max'] or 0):.0f} % of one core; "
+        f"a 4 KiB write + fsync on this disk: p50 {fs.get('p50_ms', float('nan')):.1f} ms."
+    )
+    return "\n".join(lines)
+
+
+def ingestion_httpx(doc: dict[str, Any]) -> str:
+    """Results written before bench/ingestion.py used wrk (httpx client threads)."""
     lines = [
         "| run | reports | connections | reports/s | batch p50 / p99 (ms) |",
         "|---|---:|---:|---:|---|",

@@ -11,6 +11,19 @@ root="$(cd "$here/.." && pwd)"
 venv="$here/.venv-peers"
 python="${PYTHON:-python3}"
 
+# bench/ingestion.py's load generator: wrk (Debian package wrk); without it the script
+# skips its wrk measurements and says so
+if ! command -v wrk >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get install -y -q wrk || { apt-get update -q && apt-get install -y -q wrk; } \
+            || echo "setup_peers.sh: apt-get could not install wrk (bench/ingestion.py needs it)" >&2
+    else
+        echo "setup_peers.sh: wrk is not installed; bench/ingestion.py needs it:" \
+            "sudo apt-get install wrk (Debian/Ubuntu), brew install wrk (macOS)," \
+            "or build https://github.com/wg/wrk" >&2
+    fi
+fi
+
 if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
 fi

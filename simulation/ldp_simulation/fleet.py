@@ -120,15 +120,20 @@ def aggregator_process(
         process = subprocess.Popen(command, env=env, stdout=output, stderr=errors)
         base_url = f"http://127.0.0.1:{port}"
         try:
-            _wait_ready(base_url, process, log_path)
+            wait_ready(base_url, process, log_path)
             yield AggregatorProcess(process, base_url, command)
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process)
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    """Terminate a server subprocess; kill it if it is still running after ``timeout`` s."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 @contextmanager
@@ -144,13 +149,20 @@ def _startup_output(process: subprocess.Popen[bytes], log_path: Path | None) -> 
     return process.stderr.read().decode(errors="replace") if process.stderr else ""
 
 
-def _wait_ready(base_url: str, process: subprocess.Popen[bytes], log_path: Path | None) -> None:
+def wait_ready(
+    base_url: str,
+    process: subprocess.Popen[bytes],
+    log_path: Path | None,
+    what: str = "the aggregator",
+) -> None:
+    """Return once ``GET {base_url}/readyz`` answers 200; raise
+    :class:`~ldp_shared.errors.TransportError` if ``what`` exits or is not ready in time."""
     deadline = time.monotonic() + SERVER_START_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
             output = _startup_output(process, log_path)
             last = output.strip().splitlines()[-1] if output.strip() else "no output"
-            error = TransportError(f"the aggregator exited during start-up: {last}")
+            error = TransportError(f"{what} exited during start-up: {last}")
             if log_path is not None:
                 error.add_note(output[-4000:])
             raise error
@@ -160,9 +172,7 @@ def _wait_ready(base_url: str, process: subprocess.Popen[bytes], log_path: Path 
         except httpx.HTTPError:
             pass
         time.sleep(0.1)
-    raise TransportError(
-        f"the aggregator at {base_url} was not ready after {SERVER_START_TIMEOUT}s"
-    )
+    raise TransportError(f"{what} at {base_url} was not ready after {SERVER_START_TIMEOUT}s")
 
 
 def replicate(records: list[T], clients: int) -> list[T]:

@@ -1,0 +1,38 @@
+"""A no-op upload route: the yardstick of ``bench/ingestion.py``'s single-report requests.
+
+The same request and answer models as ``POST /v1/collections/{name}/reports``
+(:class:`~ldp_shared.wire.ReportBatch` in, :class:`~ldp_shared.wire.BatchResult` out, a
+plain synchronous route, so FastAPI runs it in its thread pool as it runs ours) and no
+middleware; it stores nothing and answers every report ``accepted``. Served like the
+aggregator (uvicorn, one process, 127.0.0.1, no access log, the same log level)::
+
+    python -m uvicorn --app-dir bench _noop_app:app --host 127.0.0.1 --port PORT \
+        --log-level warning --no-access-log
+
+What the aggregator costs beyond this route is its own work: judging and decoding the
+reports, the database transaction, the metrics middleware.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from ldp_shared.wire import BatchResult, ReportBatch
+
+app = FastAPI(title="no-op upload route (benchmark yardstick)")
+
+
+@app.post("/v1/collections/{name}/reports", response_model=BatchResult)
+def upload_reports(name: str, batch: ReportBatch) -> BatchResult:
+    """Accept every report without looking at it (the answer has one outcome per report,
+    as the aggregator's has)."""
+    outcomes = [{"id": report.id, "status": "accepted", "reason": None} for report in batch.reports]
+    return BatchResult.model_validate(
+        {"accepted": len(outcomes), "duplicate": 0, "rejected": 0, "outcomes": outcomes}
+    )
+
+
+@app.get("/readyz")
+def ready() -> dict[str, str]:
+    """Ready as soon as it answers (the benchmark waits for this)."""
+    return {"status": "ready"}

@@ -1,0 +1,156 @@
+"""The raw SQLite loop of ``bench/ingestion.py``: what the database alone takes to store
+batches of reports, with the aggregator's schema, pragmas and statements.
+
+A temporary SQLite file is made by the aggregator's own code: its engine (the pragmas of
+``ldp_aggregator.storage.engine``: WAL, ``synchronous=FULL``, cache, ``secure_delete``),
+its migrations (``ldp_aggregator.storage.migrate.upgrade``) and its
+``insert_collection`` (the collection row and its statistics rows). The statements are
+compiled by SQLAlchemy from ``ldp_aggregator.storage.tables``, so the loop follows the
+schema as it changes; the statistics statements touch one row of the collection
+(``collection_id = ?``, plus ``shard = 0`` when the table has a ``shard`` column).
+
+Per batch of pre-made rows (random ids of the SDK's form, sorted by id as the service
+sorts them, random bits of the collection's packed size), one transaction on the driver's
+connection: ``INSERT ... ON CONFLICT DO NOTHING`` of the rows (one ``executemany``), read
+the statistics row, write it back with the batch added, ``COMMIT``; optionally
+``PRAGMA wal_checkpoint(TRUNCATE)`` after each commit, as the service does to keep
+arrival order out of the write-ahead log (docs/privacy-at-rest.md). Only the
+transaction (and the checkpoint) is timed.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import ClauseElement, Dialect, bindparam, select, update
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.sql.compiler import SQLCompiler
+
+from ldp_aggregator.storage.collections import insert_collection, utc_today
+from ldp_aggregator.storage.engine import make_engine
+from ldp_aggregator.storage.migrate import upgrade
+from ldp_aggregator.storage.tables import collection_stats, reports
+from ldp_shared.collection import CollectionConfig
+from ldp_shared.wire import new_report_id
+
+
+def _compiled(statement: ClauseElement, dialect: Dialect) -> tuple[str, tuple[str, ...], dict]:
+    """SQL, positional parameter names and the literal values compiled into it."""
+    compiled = statement.compile(dialect=dialect)
+    assert isinstance(compiled, SQLCompiler) and compiled.positional
+    return compiled.string, tuple(compiled.positiontup or ()), dict(compiled.params)
+
+
+def _stats_where() -> list[Any]:
+    """One statistics row of the collection: ``collection_id``, and shard 0 if sharded."""
+    where: list[Any] = [collection_stats.c.collection_id == bindparam("cid")]
+    if "shard" in collection_stats.c:
+        where.append(collection_stats.c.shard == 0)
+    return where
+
+
+def raw_sqlite_loop(
+    config: CollectionConfig,
+    packed_bytes: int,
+    *,
+    reports_total: int,
+    batch: int,
+    checkpoint: bool,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    """Store ``reports_total`` reports in batches of ``batch``, from an empty database."""
+    with tempfile.TemporaryDirectory(prefix="ldp-bench-raw-") as tmp:
+        path = Path(tmp) / "raw.db"
+        engine = make_engine(f"sqlite:///{path}")
+        try:
+            upgrade(engine)
+            collection = insert_collection(engine, config)
+            dialect = engine.dialect
+            insert_sql, insert_names, _ = _compiled(
+                sqlite_insert(reports).on_conflict_do_nothing(), dialect
+            )
+            where = _stats_where()
+            read_sql, read_names, read_literals = _compiled(
+                select(
+                    collection_stats.c.n_reports,
+                    collection_stats.c.sums,
+                    collection_stats.c.float_sums,
+                ).where(*where),
+                dialect,
+            )
+            write_sql, write_names, write_literals = _compiled(
+                update(collection_stats)
+                .where(*where)
+                .values(
+                    n_reports=bindparam("n"),
+                    sums=bindparam("sums"),
+                    float_sums=bindparam("floats"),
+                ),
+                dialect,
+            )
+            day_type = reports.c.received_day.type.dialect_impl(dialect)
+            day_processor = day_type.bind_processor(dialect)
+            today = utc_today()
+            day = day_processor(today) if day_processor else today
+            delta = np.ones(config.stats_length, dtype="<i8")
+            raw = engine.raw_connection()
+            try:
+                db = raw.driver_connection
+                assert db is not None
+                db.isolation_level = None  # explicit BEGIN / COMMIT below
+                times: list[float] = []
+                for start in range(0, reports_total, batch):
+                    size = min(batch, reports_total - start)
+                    ids = sorted(new_report_id() for _ in range(size))
+                    bits = [rng.bytes(packed_bytes) for _ in range(size)]
+                    values = {"collection_id": collection.id, "received_day": day}
+                    rows = [
+                        tuple({**values, "report_id": i, "bits": b}[name] for name in insert_names)
+                        for i, b in zip(ids, bits, strict=True)
+                    ]
+                    t0 = time.perf_counter()
+                    db.execute("BEGIN")
+                    db.executemany(insert_sql, rows)
+                    found = {**read_literals, "cid": collection.id}
+                    n, sums, floats = db.execute(
+                        read_sql, tuple(found[name] for name in read_names)
+                    ).fetchone()
+                    new_sums = (np.frombuffer(sums, dtype="<i8") + delta).tobytes()
+                    put = {**write_literals, "cid": collection.id, "n": n + size}
+                    put.update(sums=new_sums, floats=floats)
+                    db.execute(write_sql, tuple(put[name] for name in write_names))
+                    db.execute("COMMIT")
+                    if checkpoint:
+                        db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                    times.append(time.perf_counter() - t0)
+                stored = db.execute("SELECT count(*) FROM reports").fetchone()[0]
+                columns = [row[1] for row in db.execute("PRAGMA table_info(collection_stats)")]
+            finally:
+                raw.close()
+            database_bytes = sum(p.stat().st_size for p in Path(tmp).glob("raw.db*"))
+        finally:
+            engine.dispose()
+    seconds = sum(times)
+    ordered = sorted(times)
+    return {
+        "wal_checkpoint_truncate_after_each_commit": checkpoint,
+        "reports": reports_total,
+        "reports_stored": stored,
+        "batch": batch,
+        "transactions": len(times),
+        "seconds_in_transactions": seconds,
+        "reports_per_second": reports_total / seconds,
+        "transaction_ms": {
+            "mean": 1e3 * statistics.fmean(times),
+            "p50": 1e3 * ordered[len(ordered) // 2],
+            "p99": 1e3 * ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))],
+        },
+        "database_bytes_at_end": database_bytes,
+        "collection_stats_columns_after_migrations": columns,
+        "statements": {"insert": insert_sql, "read_stats": read_sql, "write_stats": write_sql},
+    }
