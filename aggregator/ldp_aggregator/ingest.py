@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
+from anyio import to_thread
 from numpy.typing import NDArray
 from sqlalchemy import Engine
 
@@ -124,6 +125,12 @@ def judge_batch(config: CollectionConfig, batch: ReportBatch) -> JudgedBatch:
     )
 
 
+INLINE_BATCH = 64
+"""Batches up to this size are judged in the event loop by :func:`ingest_batch_async`
+(a few microseconds a report); larger ones in a worker thread, so that the loop stays
+free for other requests."""
+
+
 def ingest_batch(
     engine: Engine,
     collection: StoredCollection,
@@ -139,23 +146,48 @@ def ingest_batch(
     closed the collection, and :class:`~ldp_shared.errors.CollectionNotFoundError` when it
     was deleted since ``collection`` was loaded. Only the day of
     receipt is stored with a report (``day``, default today in UTC). ``writer`` is the
-    app's, shared by its request threads so that concurrent requests share transactions;
-    without one, the batch gets a transaction of its own.
+    app's, shared by its requests so that concurrent requests share transactions;
+    without one, the batch gets a transaction of its own in the calling thread.
     """
-    judged = judge_batch(collection.config, batch)
-    stored_before: set[str] = set()
-    if not judged.candidates:  # answered as if it wrote: 409/404 when it could not have
+    judged, pending = _prepare(collection, batch, day)
+    if pending is None:  # answered as if it wrote: 409/404 when it could not have
         check_takes_reports(engine, collection)
+        return _result(batch, judged, set())
+    if writer is None:
+        return _result(batch, judged, ReportWriter(engine).write_now(pending))
+    return _result(batch, judged, writer.store(pending))
+
+
+async def ingest_batch_async(
+    writer: ReportWriter, collection: StoredCollection, batch: ReportBatch
+) -> BatchResult:
+    """:func:`ingest_batch` with the app's writer, for a request handler in an event loop:
+    it waits for the commit without holding a thread."""
+    if len(batch.reports) <= INLINE_BATCH:
+        judged, pending = _prepare(collection, batch, None)
     else:
-        pending = Pending(
-            collection=collection,
-            ids=[batch.reports[position].id for position in judged.candidates],
-            matrix=judged.matrix,
-            delta=judged.delta,
-            day=day or utc_today(),
-        )
-        stored_before = (writer or ReportWriter(engine)).store(pending)
-    return _result(batch, judged, stored_before)
+        judged, pending = await to_thread.run_sync(_prepare, collection, batch, None)
+    if pending is None:
+        await to_thread.run_sync(check_takes_reports, writer.engine, collection)
+        return _result(batch, judged, set())
+    return _result(batch, judged, await writer.store_async(pending))
+
+
+def _prepare(
+    collection: StoredCollection, batch: ReportBatch, day: date | None
+) -> tuple[JudgedBatch, Pending | None]:
+    """The verdict on ``batch`` and what the writer must store (``None``: nothing)."""
+    judged = judge_batch(collection.config, batch)
+    if not judged.candidates:
+        return judged, None
+    pending = Pending(
+        collection=collection,
+        ids=[batch.reports[position].id for position in judged.candidates],
+        matrix=judged.matrix,
+        delta=judged.delta,
+        day=day or utc_today(),
+    )
+    return judged, pending
 
 
 def _result(batch: ReportBatch, judged: JudgedBatch, stored_before: set[str]) -> BatchResult:

@@ -19,8 +19,8 @@ The series (``_total``, ``_bucket``, ``_sum``, ``_count`` are added by the expos
   query of the fleet's total sums over it
 * ``ldpcollect_report_batches_total`` and ``ldpcollect_report_batch_size`` (histogram of
   reports per upload)
-* ``ldpcollect_group_commit_size`` (histogram): the hook for group commit, observed by
-  :meth:`Metrics.observe_group_commit`; it stays empty until a writer calls it
+* ``ldpcollect_group_commit_size`` (histogram): upload requests written in one
+  transaction by the report writer (:mod:`ldp_aggregator.writer`), per transaction
 * ``ldpcollect_rate_limited_reports_total{collection, limit}``: reports refused with 429
 * ``ldpcollect_database_errors_total{error}``: database exceptions answered as problems
 * ``process_*``: the process's CPU, memory and file descriptors (Linux)
@@ -85,7 +85,7 @@ class Metrics:
         )
         self._group_commit = Histogram(
             "ldpcollect_group_commit_size",
-            "Uploads that shared one transaction (group commit; empty until it exists).",
+            "Upload requests that shared one transaction (group commit).",
             buckets=BATCH_SIZE_BUCKETS,
             registry=r,
         )
@@ -118,7 +118,7 @@ class Metrics:
         self._batch_size.observe(accepted + duplicate + rejected)
 
     def observe_group_commit(self, uploads: int) -> None:
-        """Hook for group commit: ``uploads`` requests were written in one transaction."""
+        """``uploads`` requests were written in one transaction (group commit)."""
         self._group_commit.observe(uploads)
 
     def count_rate_limited(self, collection: str, limit: LimitScope, reports: int) -> None:

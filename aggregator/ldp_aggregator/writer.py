@@ -6,54 +6,67 @@ transaction, and PostgreSQL numbers every transaction (``xmin``) and appends row
 the heap. Left alone, both tell a reader of the files which reports came in one request
 and in what order. The writer bounds that:
 
-* **Group commit.** A request that finds the writer idle commits its reports at once.
-  Requests that arrive while a transaction is being written wait, and the next
-  transaction writes all of them together, in key order (report ids are random), with
-  one lock of each collection's statistics and one ``fsync``. Each request is answered
-  only after the transaction holding its reports has committed: acknowledged reports
-  are durable, and a group that fails is retried request by request, so one bad request
-  cannot fail the others. Concurrent requests thus share one transaction (one ``xmin``,
-  one commit in the log) and cannot be told apart in the files.
+* **Group commit.** Requests hand their reports to the writer's thread. Requests that
+  arrive while it writes a transaction wait, and the next transaction writes all of them
+  together, in key order (report ids are random), with one ``fsync``. Each request is
+  answered only after the transaction holding its reports has committed: acknowledged
+  reports are durable, and a group that fails is retried request by request, so one bad
+  request cannot fail the others. Concurrent requests thus share one transaction (one
+  ``xmin``, one commit in the log) and cannot be told apart in the files. Async request
+  handlers wait without a thread of their own (:meth:`ReportWriter.store_async`).
 * **A short log (SQLite).** After every transaction the write-ahead log is checkpointed
-  and truncated (:func:`~ldp_aggregator.storage.at_rest.truncate_wal`), while the next
-  group gathers.
+  and truncated (:class:`~ldp_aggregator.storage.at_rest.WalTruncator`), and only then
+  are its requests answered: a process killed between requests leaves an empty log.
 * **Periodic rewrite.** :meth:`ReportWriter.rewrite` rebuilds the tables out of arrival
   order (:func:`~ldp_aggregator.storage.at_rest.rewrite_reports`); :class:`Reshuffler`
   calls it every ``reshuffle_seconds`` when reports were written since, and once more
   at shutdown.
+
+A transaction locks each collection it writes against closing and deleting
+(:func:`~ldp_aggregator.storage.lifecycle.refusal_to_write`), claims one of its
+statistics shards (:func:`~ldp_aggregator.storage.stats.claim_shard`), inserts the
+reports skipping stored ids, and adds their statistics to the shard. When an id was
+skipped (a replay, or another replica's concurrent insert), the transaction is rolled
+back and written again with the stored ids looked up first, so that the statistics
+count each report once.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 
 import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import IntegrityError
 
-from ldp_aggregator.storage.at_rest import rewrite_reports, truncate_wal
+from ldp_aggregator.storage.at_rest import WalTruncator, rewrite_reports
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.lifecycle import gone, refusal_to_write
 from ldp_aggregator.storage.reports import existing_ids, insert_reports
 from ldp_aggregator.storage.retention import fold_expired
 from ldp_aggregator.storage.stats import (
+    ClaimedShard,
     Stats,
-    add_to_stats,
-    lock_stats,
-    read_stats,
+    add_to_shard,
+    claim_shard,
     statistics_of,
     sum_stats,
 )
 from ldp_shared.errors import LDPError
 
 logger = logging.getLogger("ldp_aggregator")
+
+ATTEMPTS = 3
+"""Transactions tried per group before its requests fail: the first inserts blind; the
+others look up stored ids first, and are needed only when another replica stores one of
+the group's ids between that lookup and the insert."""
 
 
 @dataclass(eq=False)
@@ -62,7 +75,8 @@ class Pending:
 
     ``matrix`` holds their packed bits and ``delta`` the statistics they add. Once done,
     ``stored_before`` holds the ids that were stored already (or taken by an earlier
-    request of the same transaction), or ``error`` why nothing was stored.
+    request of the same transaction), or ``error`` why nothing was stored. ``future``
+    (with its ``loop``) is settled once done, for a request that waits in an event loop.
     """
 
     collection: StoredCollection
@@ -73,13 +87,21 @@ class Pending:
     stored_before: set[str] = field(default_factory=set)
     error: BaseException | None = None
     done: bool = False
+    loop: asyncio.AbstractEventLoop | None = None
+    future: asyncio.Future[None] | None = None
+
+
+class _SkippedIdsError(Exception):
+    """Some ids of a blind insert were stored already: write the group again, looking."""
 
 
 class ReportWriter:
-    """Writes reports for every request thread of an app (see the module docstring)."""
+    """Writes reports for every request of an app (see the module docstring)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, on_commit: Callable[[int], None] | None = None) -> None:
         self.engine = engine
+        self.on_commit = on_commit
+        """Called with the number of requests of every committed transaction (metrics)."""
         self.transactions = 0
         """Transactions committed so far (groups, not requests)."""
         self.written_since_rewrite = 0
@@ -87,28 +109,36 @@ class ReportWriter:
         self._rewritten = False
         self._cond = threading.Condition()
         self._queue: list[Pending] = []
-        self._busy = False
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._writing = threading.Lock()  # one transaction or rewrite at a time
+        self._wal = WalTruncator(engine)
 
     def store(self, pending: Pending) -> set[str]:
         """Write ``pending`` in the next transaction; returns its ids that were stored
         already. Returns only after that transaction committed (or raises its error)."""
-        group: list[Pending] = []
+        self._submit(pending)
         with self._cond:
-            self._queue.append(pending)
-            while self._busy and not pending.done:
+            while not pending.done:
                 self._cond.wait()
-            if not pending.done:  # the writer is idle: lead the next transaction
-                self._busy = True
-                group, self._queue = self._queue, []
-        if group:
-            try:
-                self._write(group)
-                self._truncate_wal()
-            finally:
-                self._release(group)
-        if pending.error is not None:
-            raise pending.error
-        return pending.stored_before
+        return _outcome(pending)
+
+    async def store_async(self, pending: Pending) -> set[str]:
+        """:meth:`store` for a coroutine: waits in its event loop, not in a thread."""
+        pending.loop = asyncio.get_running_loop()
+        pending.future = pending.loop.create_future()
+        self._submit(pending)
+        await pending.future
+        return _outcome(pending)
+
+    def write_now(self, pending: Pending) -> set[str]:
+        """Write ``pending`` in a transaction of its own, in the calling thread (for a
+        caller without an app, such as a script or a test)."""
+        with self._writing:
+            self._write([pending])
+            self._truncate_wal()
+        pending.done = True
+        return _outcome(pending)
 
     @property
     def queued(self) -> int:
@@ -125,38 +155,56 @@ class ReportWriter:
     def rewrite(self) -> bool:
         """Rebuild the stored reports out of arrival order, between two transactions
         (``False``: not this time, see :func:`rewrite_reports`)."""
-        with self._exclusive():
+        with self._writing:
             if not rewrite_reports(self.engine):
                 return False
             self.written_since_rewrite = 0
             self._rewritten = True
             return True
 
+    def close(self) -> None:
+        """Write what is queued, stop the thread and close the log's connection."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+        self._wal.close()
+
+    def _submit(self, pending: Pending) -> None:
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the report writer is closed")
+            self._queue.append(pending)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="ldp-writer", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                group, self._queue = self._queue, []
+            try:
+                with self._writing:
+                    self._write(group)
+                    self._truncate_wal()
+            except BaseException as error:  # a bug: answer the group rather than hang it
+                logger.exception("the report writer failed")
+                for pending in group:
+                    pending.error = pending.error or error
+            self._answer(group)
+
     def _truncate_wal(self) -> None:
         try:
-            truncate_wal(self.engine)
+            self._wal.truncate()
         except Exception:  # the transaction committed: its requests must not fail now
             logger.exception("the write-ahead log was not truncated")
-
-    @contextmanager
-    def _exclusive(self) -> Iterator[None]:
-        with self._cond:
-            while self._busy:
-                self._cond.wait()
-            self._busy = True
-        try:
-            yield
-        finally:
-            self._release([])
-
-    def _release(self, group: list[Pending]) -> None:
-        with self._cond:
-            for pending in group:
-                if not pending.done:  # the writing thread was interrupted
-                    pending.error = RuntimeError("the report writer was interrupted")
-                    pending.done = True
-            self._busy = False
-            self._cond.notify_all()
 
     def _write(self, group: list[Pending]) -> None:
         try:
@@ -168,24 +216,36 @@ class ReportWriter:
                 return
             befores = None
             group[0].error = error
+        if befores is not None:
+            for pending, before in zip(group, befores, strict=True):
+                pending.stored_before = before
+
+    def _answer(self, group: list[Pending]) -> None:
         with self._cond:
-            for k, pending in enumerate(group):
-                if befores is not None:
-                    pending.stored_before = befores[k]
+            for pending in group:
                 pending.done = True
-            self._cond.notify_all()  # answer the group before the log is truncated
+            self._cond.notify_all()
+        waiting: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = defaultdict(list)
+        for pending in group:
+            if pending.loop is not None and pending.future is not None:
+                waiting[pending.loop].append(pending.future)
+        for loop, futures in waiting.items():  # one wake-up per event loop
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                loop.call_soon_threadsafe(_settle, futures)
 
     def _commit_retrying(self, group: list[Pending]) -> list[set[str]]:
-        try:
-            return self._commit(group)
-        except IntegrityError:
-            # another process stored one of the ids between our check and our insert
-            # (possible only without the statistics lock, across replicas): redo once
-            return self._commit(group)
+        for attempt in range(ATTEMPTS):
+            try:
+                return self._commit(group, look_up=attempt > 0)
+            except _SkippedIdsError:
+                continue
+        raise RuntimeError(f"reports were stored concurrently {ATTEMPTS} times over")
 
-    def _commit(self, group: list[Pending]) -> list[set[str]]:
+    def _commit(self, group: list[Pending], *, look_up: bool) -> list[set[str]]:
         """One transaction for the whole group; the ids stored before, per request. A
-        request whose collection is closed or deleted gets its ``error`` and writes nothing."""
+        request whose collection is closed or deleted gets its ``error`` and writes nothing.
+        Without ``look_up`` nothing is read before the insert (raises :class:`_SkippedIdsError`,
+        rolling back, when an id turns out stored)."""
         members: dict[tuple[int, str], list[int]] = defaultdict(list)
         for k, pending in enumerate(group):
             pending.error = None
@@ -193,34 +253,68 @@ class ReportWriter:
         befores: list[set[str]] = [set() for _ in group]
         written = 0
         with self.engine.begin() as connection:
-            refused: dict[tuple[int, str], LDPError] = {}
             for key in sorted(members):  # one lock order for every writer
-                collection = group[members[key][0]].collection
-                locked = lock_stats(connection, collection.id)
-                refusal = refusal_to_write(connection, collection) if locked else gone(collection)
-                if refusal is not None:
-                    refused[key] = refusal
-            for key in sorted(members):
                 part = [group[k] for k in members[key]]
-                if key in refused:
+                claimed, refusal = _lock(connection, part[0].collection)
+                if refusal is not None or claimed is None:
                     for pending in part:
-                        pending.error = refused[key]
+                        pending.error = refusal or gone(pending.collection)
                     continue
-                seen, fresh = _store_collection(connection, part)
+                seen, fresh = _store_collection(connection, part, claimed, look_up=look_up)
                 for k, before in zip(members[key], seen, strict=True):
                     befores[k] = before
                 written += fresh
         self.transactions += 1
         self.written_since_rewrite += written
+        if self.on_commit is not None:
+            self.on_commit(len(group))
         return befores
 
 
-def _store_collection(connection: Connection, part: list[Pending]) -> tuple[list[set[str]], int]:
+def _settle(futures: list[asyncio.Future[None]]) -> None:
+    for future in futures:
+        if not future.done():  # a cancelled request no longer waits
+            future.set_result(None)
+
+
+def _outcome(pending: Pending) -> set[str]:
+    if pending.error is not None:
+        raise pending.error
+    return pending.stored_before
+
+
+def _lock(
+    connection: Connection, collection: StoredCollection
+) -> tuple[ClaimedShard | None, LDPError | None]:
+    """Lock ``collection`` against closing and deleting and claim a statistics shard, in
+    the order the engine needs (SQLite: a write first, see
+    :func:`~ldp_aggregator.storage.stats.claim_shard`); and why nothing may be written."""
+    config = collection.config
+    lengths = (config.stats_length, config.float_stats_length)
+    if connection.dialect.name == "sqlite":
+        claimed = claim_shard(connection, collection.id, *lengths)
+        if claimed is None:
+            return None, gone(collection)
+        return claimed, refusal_to_write(connection, collection)
+    refusal = refusal_to_write(connection, collection)
+    if refusal is not None:
+        return None, refusal
+    return claim_shard(connection, collection.id, *lengths), None
+
+
+def _store_collection(
+    connection: Connection, part: list[Pending], claimed: ClaimedShard, *, look_up: bool
+) -> tuple[list[set[str]], int]:
     """Insert the new reports of requests of one collection, in key order, and add their
-    statistics; the ids each request found stored, and how many reports were written."""
+    statistics to the claimed shard; the ids each request found stored, and how many
+    reports were written."""
     collection = part[0].collection
     config = collection.config
-    taken = existing_ids(connection, collection.id, [i for p in part for i in p.ids])
+    taken = (
+        existing_ids(connection, collection.id, [i for p in part for i in p.ids])
+        if look_up
+        else set()
+    )
     rows: dict[date, list[tuple[str, bytes]]] = defaultdict(list)
     deltas: list[Stats] = []
     befores: list[set[str]] = []
@@ -238,13 +332,14 @@ def _store_collection(connection: Connection, part: list[Pending]) -> tuple[list
         ids = [pending.ids[k] for k in fresh]
         rows[pending.day].extend(zip(ids, (row.tobytes() for row in matrix), strict=True))
         deltas.append(delta)
-    for day in sorted(rows):
-        insert_reports(connection, collection.id, sorted(rows[day]), day)
+    expected = sum(len(day_rows) for day_rows in rows.values())
+    stored = sum(
+        insert_reports(connection, collection.id, sorted(rows[day]), day) for day in sorted(rows)
+    )
+    if stored != expected:
+        raise _SkippedIdsError(f"{expected - stored} of {expected} ids were stored already")
     if deltas:
-        current = read_stats(
-            connection, collection.id, config.stats_length, config.float_stats_length
-        )
-        add_to_stats(connection, collection.id, current, sum_stats(deltas))
+        add_to_shard(connection, collection.id, claimed, sum_stats(deltas))
     return befores, sum(delta.n_reports for delta in deltas)
 
 
@@ -265,11 +360,12 @@ class Reshuffler:
             self._thread.start()
 
     def stop(self) -> None:
-        """Stop the thread, then rewrite once more if needed (the files at rest keep no
-        order after a clean shutdown)."""
+        """Stop the thread and the writer (which writes what is queued), then rewrite once
+        more if needed (the files at rest keep no order after a clean shutdown)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        self.writer.close()
         self._turn()
 
     def _run(self) -> None:

@@ -173,25 +173,47 @@ def test_concurrent_ingests_lose_no_update(engine: Engine, survey: StoredCollect
     assert snapshot(engine, "survey") == Snapshot(1600, 1600, expected_sums(survey, everything))
 
 
-def test_a_race_on_the_unique_key_is_redone_once(
-    engine: Engine, survey: StoredCollection, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Another writer stores one of our ids after our check: the batch is redone."""
+def replay_beside_fresh(
+    engine: Engine,
+    survey: StoredCollection,
+    monkeypatch: pytest.MonkeyPatch,
+    blind_lookups: int,
+) -> list[int]:
+    """Send one stored report with 5 new ones while the first ``blind_lookups`` id lookups
+    find nothing (another writer stores the id just after them); the lookups made."""
     stored = good(survey, 1, seed=3)
     ingest_batch(engine, survey, batch_of(stored))
     real = writer.existing_ids
     calls: list[int] = []
 
-    def blind_first(*args: Any) -> set[str]:
+    def lookup(*args: Any) -> set[str]:
         calls.append(1)
-        return set() if len(calls) == 1 else real(*args)
+        return set() if len(calls) <= blind_lookups else real(*args)
 
-    monkeypatch.setattr(writer, "existing_ids", blind_first)
+    monkeypatch.setattr(writer, "existing_ids", lookup)
     fresh = good(survey, 5, seed=4)
     result = ingest_batch(engine, survey, batch_of([*stored, *fresh]))
-    assert len(calls) == 2
     assert [o.status for o in result.outcomes] == ["duplicate"] + ["accepted"] * 5
     assert snapshot(engine, "survey") == Snapshot(6, 6, expected_sums(survey, stored + fresh))
+    return calls
+
+
+def test_a_replayed_id_makes_the_transaction_look_ids_up(
+    engine: Engine, survey: StoredCollection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first insert skips the stored id, falls short and is rolled back; the second
+    looks the ids up first and counts only the new reports."""
+    calls = replay_beside_fresh(engine, survey, monkeypatch, blind_lookups=0)
+    assert len(calls) == 1
+    assert ingest_batch(engine, survey, batch_of(good(survey, 3, seed=5))).accepted == 3
+    assert len(calls) == 1  # new ids alone: nothing looked up
+
+
+def test_a_race_on_the_unique_key_is_redone(
+    engine: Engine, survey: StoredCollection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer stores one of our ids after our lookup: the batch is redone."""
+    assert len(replay_beside_fresh(engine, survey, monkeypatch, blind_lookups=1)) == 2
 
 
 def test_many_ids_are_looked_up_in_chunks(engine: Engine, survey: StoredCollection) -> None:

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from ldp_aggregator import writer as writer_module
 from ldp_aggregator.app import create_app
 from ldp_aggregator.collections import create_collection
 from ldp_aggregator.ingest import ingest_batch
 from ldp_aggregator.routes.reports import writer_of
 from ldp_aggregator.settings import Settings
+from ldp_aggregator.storage.at_rest import WalTruncator
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import upgrade
@@ -74,7 +74,7 @@ def test_control_a_log_left_alone_gives_away_every_request_in_order(
 ) -> None:
     """The reader's power: with the log never truncated (as before the fix), it recovers
     the commit of every report, hence arrival order and who came together."""
-    monkeypatch.setattr(writer_module, "truncate_wal", lambda _engine: True)
+    monkeypatch.setattr(WalTruncator, "truncate", lambda _self: True)
     arrival = ingest_in_order(
         ReportWriter(store), store_survey, seeded_requests(store_survey.config, REQUESTS, SEED)
     )

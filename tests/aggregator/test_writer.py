@@ -18,6 +18,7 @@ from ldp_aggregator.ingest import ingest_batch
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.lifecycle import delete_collection, set_closed
 from ldp_aggregator.storage.reports import count_reports
+from ldp_aggregator.storage.stats import ClaimedShard
 from ldp_aggregator.storage.tables import collection_stats
 from ldp_aggregator.writer import ReportWriter
 from ldp_shared.errors import (
@@ -44,15 +45,15 @@ class Gate:
 def hold_first_transaction(monkeypatch: pytest.MonkeyPatch) -> Gate:
     """The first transaction waits, before it locks anything, until the gate opens."""
     gate = Gate(threading.Event(), threading.Event())
-    real = writer_module.lock_stats
+    real = writer_module.claim_shard
 
-    def held(connection: Connection, collection_id: int) -> bool:
+    def held(connection: Connection, collection_id: int, *lengths: int) -> ClaimedShard | None:
         if not gate.entered.is_set():
             gate.entered.set()
             assert gate.open.wait(DEADLINE_SECONDS)
-        return real(connection, collection_id)
+        return real(connection, collection_id, *lengths)
 
-    monkeypatch.setattr(writer_module, "lock_stats", held)
+    monkeypatch.setattr(writer_module, "claim_shard", held)
     return gate
 
 

@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from anyio import to_thread
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request, Response
 
 from ldp_aggregator.deps import AppState, app_state
-from ldp_aggregator.ingest import ingest_batch
+from ldp_aggregator.ingest import ingest_batch_async
 from ldp_aggregator.problems import problem_responses
 from ldp_aggregator.writer import ReportWriter, Reshuffler
 from ldp_shared.errors import CollectionNotFoundError
@@ -28,9 +28,8 @@ def writer_of(app: FastAPI) -> ReportWriter:
             if reshuffler is None:
                 state = app.state.ldp
                 assert isinstance(state, AppState)
-                reshuffler = Reshuffler(
-                    ReportWriter(state.engine), state.settings.reshuffle_seconds
-                )
+                writer = ReportWriter(state.engine, on_commit=state.metrics.observe_group_commit)
+                reshuffler = Reshuffler(writer, state.settings.reshuffle_seconds)
                 reshuffler.start()
                 app.state.ldp_reshuffler = reshuffler
     return reshuffler.writer
@@ -55,7 +54,7 @@ router = APIRouter(prefix="/v1/collections", tags=["reports"], lifespan=_lifespa
     response_model=BatchResult,
     responses=problem_responses(404, 409, 413, 429, 503),
 )
-def upload_reports(name: str, batch: ReportBatch, request: Request) -> BatchResult:
+async def upload_reports(name: str, batch: ReportBatch, request: Request) -> Response:
     """Store a batch of perturbed reports; one outcome per report, in order.
 
     Over an upload limit: 429 with ``Retry-After``, and nothing is stored. To a
@@ -63,7 +62,9 @@ def upload_reports(name: str, batch: ReportBatch, request: Request) -> BatchResu
     nothing is stored.
     """
     state = app_state(request)
-    collection = state.collections.cached(name)
+    collection = state.collections.peek(name)
+    if collection is None:  # loading it reads the database: not in the event loop
+        collection = await to_thread.run_sync(state.collections.cached, name)
     address = request.client.host if request.client is not None else None
     refusal = state.upload_limits.admit(collection.name, len(batch.reports), address)
     if refusal is not None:
@@ -71,11 +72,12 @@ def upload_reports(name: str, batch: ReportBatch, request: Request) -> BatchResu
         raise refusal.error()
     writer = writer_of(request.app)
     try:
-        result = ingest_batch(state.engine, collection, batch, writer=writer)
+        result = await ingest_batch_async(writer, collection, batch)
     except CollectionNotFoundError:
         # deleted since this replica cached it; a collection of the same name may exist now
         state.collections.forget(name)
-        collection = state.collections.get(name)
-        result = ingest_batch(state.engine, collection, batch, writer=writer)
+        collection = await to_thread.run_sync(state.collections.get, name)
+        result = await ingest_batch_async(writer, collection, batch)
     state.metrics.count_reports(collection.name, result.accepted, result.duplicate, result.rejected)
-    return result
+    # serialised once here; a returned model would be dumped, validated and dumped again
+    return Response(result.model_dump_json(), media_type="application/json")

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import OperationalError
@@ -48,6 +49,40 @@ def truncate_wal(engine: Engine) -> bool:
         finally:
             connection.exec_driver_sql(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     return int(busy) == 0
+
+
+class WalTruncator:
+    """:func:`truncate_wal` on a connection of its own, kept open (for the report writer,
+    which truncates after every transaction): one statement per call instead of a pool
+    checkout and four. Engines that are not SQLite files have nothing to truncate."""
+
+    def __init__(self, engine: Engine) -> None:
+        database = engine.url.database
+        self._applies = engine.dialect.name == "sqlite" and database not in (None, "", ":memory:")
+        self._engine = engine
+        self._connection: Any = None
+
+    def truncate(self) -> bool:
+        """Checkpoint and empty the ``-wal`` file; ``True`` when it is empty now."""
+        if not self._applies:
+            return True
+        if self._connection is None:
+            connection = self._engine.raw_connection()
+            connection.detach()  # its own, closed by close(), never back in the pool
+            connection.cursor().execute("PRAGMA busy_timeout=0")  # never wait for readers
+            self._connection = connection
+        try:
+            cursor = self._connection.cursor()
+            busy, _, _ = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except Exception:
+            self.close()  # a broken connection: the next call opens another
+            raise
+        return int(busy) == 0
+
+    def close(self) -> None:
+        if self._connection is not None:
+            connection, self._connection = self._connection, None
+            connection.close()
 
 
 def rewrite_reports(engine: Engine) -> bool:

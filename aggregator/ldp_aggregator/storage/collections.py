@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime
 from sqlalchemy import Connection, Engine, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from ldp_aggregator.storage.stats import empty_stats_row
+from ldp_aggregator.storage.stats import empty_stats_rows
 from ldp_aggregator.storage.tables import collection_stats, collections
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import CollectionNotFoundError, ConflictError
@@ -55,9 +55,8 @@ def insert_collection(
             assert key is not None
             collection_id = int(key[0])
             connection.execute(
-                insert(collection_stats).values(
-                    **empty_stats_row(collection_id, config.stats_length, config.float_stats_length)
-                )
+                insert(collection_stats),
+                empty_stats_rows(collection_id, config.stats_length, config.float_stats_length),
             )
     except IntegrityError:
         # another replica created the same name between our check and our insert
@@ -126,6 +125,10 @@ class CollectionCache:
                 return found
             self.forget(name)
         return self._load(name)
+
+    def peek(self, name: str) -> StoredCollection | None:
+        """:meth:`cached` without loading (``None``: not loaded here yet)."""
+        return self._loaded.get(name)
 
     def cached(self, name: str) -> StoredCollection:
         """The collection as first loaded here, maybe deleted since (see the class)."""

@@ -61,6 +61,9 @@ def make_engine(database_url: str, **kwargs: Any) -> Engine:
     if url.get_backend_name() == "sqlite":
         # the pool hands connections to the request threads one at a time
         options["connect_args"] = {"check_same_thread": False}
+        # a file opened in this process does not go stale the way a server's socket
+        # does: no SELECT 1 before every checkout
+        options["pool_pre_ping"] = False
         if url.database in (None, "", ":memory:"):
             # an in-memory database lives in one connection: share it
             options["poolclass"] = StaticPool

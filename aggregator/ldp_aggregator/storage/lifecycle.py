@@ -10,19 +10,21 @@ reports with the job, in the same transaction: nothing is half deleted.
 
 Replicas cache collections (:class:`~ldp_aggregator.storage.collections.CollectionCache`),
 so the database decides: :func:`refusal_to_write` runs inside the transaction that writes
-reports, after it took the statistics row lock that closing takes as well and that
-deleting waits for, and refuses a collection that is closed, deleted, or deleted and
-created again under the same name (another config hash) since the caller loaded it.
+reports and refuses a collection that is closed, deleted, or deleted and created again
+under the same name (another config hash) since the caller loaded it. Writers and the
+admin's changes exclude each other through the collection's row: on PostgreSQL a writer
+reads it ``FOR SHARE`` (writers on several replicas do not wait for each other) and
+closing, retention and deleting lock it for update; on SQLite every writing transaction
+holds the database's one write lock.
 """
 
 from __future__ import annotations
 
 from datetime import date
 
-from sqlalchemy import Connection, Engine, delete, select, update
+from sqlalchemy import Connection, Engine, delete, func, select, update
 
 from ldp_aggregator.storage.collections import StoredCollection, utc_today
-from ldp_aggregator.storage.stats import lock_stats
 from ldp_aggregator.storage.tables import collection_stats, collections
 from ldp_shared.errors import CollectionClosedError, CollectionNotFoundError, LDPError
 from ldp_shared.lifecycle_wire import CollectionStatus
@@ -40,15 +42,37 @@ def _closed(collection: StoredCollection, day: date) -> CollectionClosedError:
     )
 
 
-def refusal_to_write(connection: Connection, collection: StoredCollection) -> LDPError | None:
-    """Why no report may be written to ``collection`` now (``None``: they may). The writer
-    asks after :func:`~ldp_aggregator.storage.stats.lock_stats` took the collection's lock
-    (when it found no statistics row, :func:`gone` is the answer)."""
-    row = connection.execute(
-        select(collections.c.config_hash, collections.c.closed_day).where(
-            collections.c.id == collection.id
+def lock_collection(connection: Connection, collection_id: int) -> bool:
+    """Lock the collection against writers of its reports until the transaction ends
+    (``False``: it was deleted). PostgreSQL: its row ``FOR UPDATE``, which waits for the
+    writers that hold it ``FOR SHARE``; SQLite: a no-op write, which takes the database's
+    write lock before the transaction reads anything."""
+    if connection.dialect.name == "sqlite":
+        result = connection.execute(
+            update(collections)
+            .where(collections.c.id == collection_id)
+            .values(closed_day=collections.c.closed_day)
         )
+        return result.rowcount == 1
+    found = connection.execute(
+        select(collections.c.id).where(collections.c.id == collection_id).with_for_update()
     ).one_or_none()
+    return found is not None
+
+
+def refusal_to_write(
+    connection: Connection, collection: StoredCollection, *, lock: bool = True
+) -> LDPError | None:
+    """Why no report may be written to ``collection`` now (``None``: they may). With
+    ``lock``, PostgreSQL keeps the collection's row ``FOR SHARE`` until the transaction
+    ends, so that it cannot be closed or deleted meanwhile (on SQLite the writer took the
+    database's write lock first, see :func:`~ldp_aggregator.storage.stats.claim_shard`)."""
+    query = select(collections.c.config_hash, collections.c.closed_day).where(
+        collections.c.id == collection.id
+    )
+    if lock:
+        query = query.with_for_update(read=True)
+    row = connection.execute(query).one_or_none()
     if row is None or row.config_hash != collection.config.config_hash:
         return gone(collection)
     if row.closed_day is not None:
@@ -60,7 +84,7 @@ def check_takes_reports(engine: Engine, collection: StoredCollection) -> None:
     """Raise what :func:`refusal_to_write` would refuse with, without locking (for a batch
     that writes nothing, so that it is answered as one that would)."""
     with engine.connect() as connection:
-        refusal = refusal_to_write(connection, collection)
+        refusal = refusal_to_write(connection, collection, lock=False)
     if refusal is not None:
         raise refusal
 
@@ -77,10 +101,11 @@ def status_in(connection: Connection, collection: StoredCollection) -> Collectio
             collections.c.config_hash,
             collections.c.closed_day,
             collections.c.retention_days,
-            collection_stats.c.n_reports,
-        )
-        .join(collection_stats, collection_stats.c.collection_id == collections.c.id)
-        .where(collections.c.id == collection.id)
+            select(func.sum(collection_stats.c.n_reports))
+            .where(collection_stats.c.collection_id == collections.c.id)
+            .scalar_subquery()
+            .label("n_reports"),
+        ).where(collections.c.id == collection.id)
     ).one_or_none()
     if row is None or row.config_hash != collection.config.config_hash:
         raise gone(collection)
@@ -88,7 +113,7 @@ def status_in(connection: Connection, collection: StoredCollection) -> Collectio
         name=collection.name,
         open=row.closed_day is None,
         closed_day=row.closed_day,
-        n_reports=int(row.n_reports),
+        n_reports=int(row.n_reports or 0),
         retention_days=row.retention_days,
     )
 
@@ -99,7 +124,7 @@ def set_closed(
     """Close the collection to new reports (``closed``) or reopen it. Idempotent: closing a
     closed collection keeps its first day. Reports being written commit before this does."""
     with engine.begin() as connection:
-        if not lock_stats(connection, collection.id):
+        if not lock_collection(connection, collection.id):
             raise gone(collection)
         current = status_in(connection, collection)
         if closed == current.open:

@@ -21,8 +21,7 @@ from datetime import date, timedelta
 from sqlalchemy import Connection, Engine, select, update
 
 from ldp_aggregator.storage.collections import StoredCollection, utc_today
-from ldp_aggregator.storage.lifecycle import gone, status_in
-from ldp_aggregator.storage.stats import lock_stats
+from ldp_aggregator.storage.lifecycle import gone, lock_collection, status_in
 from ldp_aggregator.storage.tables import collections, reports
 from ldp_shared.lifecycle_wire import CollectionStatus
 
@@ -67,7 +66,7 @@ def set_retention(
     """Keep the collection's report bits ``days`` days (``None``: for ever), folding the
     reports already past it in the same transaction."""
     with engine.begin() as connection:
-        if not lock_stats(connection, collection.id):
+        if not lock_collection(connection, collection.id):
             raise gone(collection)
         current = status_in(connection, collection)  # raises for a deleted collection
         if current.retention_days != days:

@@ -1,5 +1,8 @@
 """The sufficient statistics of a collection: ``n_reports`` and its mechanisms' blocks.
 
+They are stored as :data:`STATS_SHARDS` rows per collection, summed when read: a writer
+adds to one shard, so that writers on several replicas need not queue for one row.
+
 The int64 blocks are kept as one little-endian int64 array of ``config.stats_length``
 values (``sums``), the float64 blocks as one little-endian float64 array of
 ``config.float_stats_length`` values (``float_sums``; NULL in rows written before it
@@ -9,6 +12,7 @@ existed, read as empty).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -20,16 +24,17 @@ from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import CollectionNotFoundError, CorruptStatisticsError
 
 __all__ = [
+    "ClaimedShard",
     "CorruptStatisticsError",
     "Stats",
-    "add_to_stats",
+    "add_to_shard",
+    "claim_shard",
     "decode_floats",
     "decode_sums",
     "delta_of",
-    "empty_stats_row",
+    "empty_stats_rows",
     "encode_floats",
     "encode_sums",
-    "lock_stats",
     "read_stats",
     "statistics_of",
     "sum_stats",
@@ -99,44 +104,73 @@ def decode_floats(blob: bytes | None, length: int) -> NDArray[np.float64]:
     return np.frombuffer(data, dtype=FLOATS_DTYPE).astype(np.float64)
 
 
-def empty_stats_row(collection_id: int, length: int, float_length: int = 0) -> dict[str, object]:
-    """The statistics row of a collection without reports."""
-    return {
-        "collection_id": collection_id,
-        "n_reports": 0,
-        "sums": encode_sums(np.zeros(length, dtype=np.int64)),
-        "float_sums": encode_floats(np.zeros(float_length)),
-    }
+STATS_SHARDS = 8
+"""Statistics rows of a new collection. A writing transaction locks one shard and adds to
+it; on PostgreSQL it takes the first shard no other transaction holds, so up to this many
+replicas write the same collection at once. SQLite has one writer at a time and uses
+shard 0 only."""
 
 
-def lock_stats(connection: Connection, collection_id: int) -> bool:
-    """Take the write lock on a collection's statistics with a no-op write (``False``:
-    the collection has no statistics row, it was deleted).
+@dataclass(frozen=True)
+class ClaimedShard:
+    """A statistics shard locked by the current transaction, and what it holds."""
 
-    On SQLite this acquires the database write lock before the transaction reads
-    anything; on PostgreSQL it locks the row until commit. Either way, concurrent
-    ingests of the same collection queue up here and cannot lose updates, and closing
-    or deleting the collection waits for them.
-    """
-    result = connection.execute(
-        update(collection_stats)
-        .where(collection_stats.c.collection_id == collection_id)
-        .values(n_reports=collection_stats.c.n_reports)
-    )
-    return result.rowcount == 1
+    shard: int
+    stats: Stats
 
 
-def read_stats(
+def empty_stats_rows(
+    collection_id: int, length: int, float_length: int = 0
+) -> list[dict[str, object]]:
+    """The statistics rows (:data:`STATS_SHARDS` shards) of a collection without reports."""
+    return [
+        {
+            "collection_id": collection_id,
+            "shard": shard,
+            "n_reports": 0,
+            "sums": encode_sums(np.zeros(length, dtype=np.int64)),
+            "float_sums": encode_floats(np.zeros(float_length)),
+        }
+        for shard in range(STATS_SHARDS)
+    ]
+
+
+def claim_shard(
     connection: Connection, collection_id: int, length: int, float_length: int = 0
-) -> Stats:
-    """The current statistics of a collection."""
-    row = connection.execute(
-        select(
-            collection_stats.c.n_reports, collection_stats.c.sums, collection_stats.c.float_sums
-        ).where(collection_stats.c.collection_id == collection_id)
-    ).one_or_none()
-    if row is None:  # every collection is stored with its row: deleted meanwhile
-        raise CollectionNotFoundError(f"collection {collection_id} was deleted")
+) -> ClaimedShard | None:
+    """Lock one statistics shard of the collection for this transaction and read it
+    (``None``: the collection has no statistics rows, it was deleted).
+
+    PostgreSQL: the first shard that no other transaction holds (``SKIP LOCKED``), or,
+    when all are held, shard 0 once it is free. SQLite: shard 0, with a no-op write that
+    takes the database's write lock before the transaction reads anything (a transaction
+    that read first could not write after another connection committed).
+    """
+    columns = (
+        collection_stats.c.shard,
+        collection_stats.c.n_reports,
+        collection_stats.c.sums,
+        collection_stats.c.float_sums,
+    )
+    of_collection = collection_stats.c.collection_id == collection_id
+    if connection.dialect.name == "sqlite":
+        row = connection.execute(
+            update(collection_stats)
+            .where(of_collection, collection_stats.c.shard == 0)
+            .values(n_reports=collection_stats.c.n_reports)
+            .returning(*columns)
+        ).one_or_none()
+    else:
+        first = select(*columns).where(of_collection).order_by(collection_stats.c.shard).limit(1)
+        row = connection.execute(first.with_for_update(skip_locked=True)).one_or_none()
+        if row is None:  # every shard is held (or none exists): wait for shard 0
+            row = connection.execute(first.with_for_update()).one_or_none()
+    if row is None:
+        return None
+    return ClaimedShard(shard=int(row.shard), stats=_stats_of_row(row, length, float_length))
+
+
+def _stats_of_row(row: Any, length: int, float_length: int) -> Stats:
     return Stats(
         n_reports=int(row.n_reports),
         sums=decode_sums(bytes(row.sums), length),
@@ -144,20 +178,34 @@ def read_stats(
     )
 
 
-def add_to_stats(connection: Connection, collection_id: int, current: Stats, delta: Stats) -> Stats:
-    """Write ``current`` plus ``delta`` (caller holds the lock)."""
-    updated = Stats(
-        n_reports=current.n_reports + delta.n_reports,
-        sums=current.sums + delta.sums,
-        floats=current.floats + delta.floats,
-    )
+def read_stats(
+    connection: Connection, collection_id: int, length: int, float_length: int = 0
+) -> Stats:
+    """The current statistics of a collection: the sum of its shards."""
+    rows = connection.execute(
+        select(
+            collection_stats.c.n_reports, collection_stats.c.sums, collection_stats.c.float_sums
+        ).where(collection_stats.c.collection_id == collection_id)
+    ).all()
+    if not rows:  # every collection is stored with its rows: deleted meanwhile
+        raise CollectionNotFoundError(f"collection {collection_id} was deleted")
+    return sum_stats([_stats_of_row(row, length, float_length) for row in rows])
+
+
+def add_to_shard(
+    connection: Connection, collection_id: int, claimed: ClaimedShard, delta: Stats
+) -> None:
+    """Write the claimed shard plus ``delta`` (this transaction holds its lock)."""
+    current = claimed.stats
     connection.execute(
         update(collection_stats)
-        .where(collection_stats.c.collection_id == collection_id)
+        .where(
+            collection_stats.c.collection_id == collection_id,
+            collection_stats.c.shard == claimed.shard,
+        )
         .values(
-            n_reports=updated.n_reports,
-            sums=encode_sums(updated.sums),
-            float_sums=encode_floats(updated.floats),
+            n_reports=current.n_reports + delta.n_reports,
+            sums=encode_sums(current.sums + delta.sums),
+            float_sums=encode_floats(current.floats + delta.floats),
         )
     )
-    return updated

@@ -48,6 +48,8 @@ collections = Table(
     Column("retention_days", Integer, nullable=True),
 )
 
+# A collection's statistics are the sum of its shard rows (ldp_aggregator.storage.stats):
+# concurrent writers (replicas on PostgreSQL) each lock and add to a different shard.
 collection_stats = Table(
     "collection_stats",
     metadata,
@@ -55,14 +57,15 @@ collection_stats = Table(
         "collection_id",
         Integer,
         ForeignKey("collections.id", ondelete="CASCADE"),
-        primary_key=True,
-        autoincrement=False,
+        nullable=False,
     ),
+    Column("shard", Integer, nullable=False, server_default="0"),
     Column("n_reports", BigInteger, nullable=False),
     # little-endian int64 array of length config.stats_length
     Column("sums", LargeBinary, nullable=False),
     # little-endian float64 array of length config.float_stats_length (NULL: empty)
     Column("float_sums", LargeBinary, nullable=True),
+    PrimaryKeyConstraint("collection_id", "shard"),
 )
 
 reports = Table(
