@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
 import threading
 from datetime import date
 from typing import Any
@@ -18,13 +20,14 @@ from ldp_aggregator.ingest import (
     REASON_NOT_BASE64,
     REASON_OTHER_CONFIG,
     ingest_batch,
+    ingest_batch_async,
     judge_batch,
 )
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.tables import reports
 from ldp_shared.codec import decode_reports
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import ReportBatch, encode_bits
+from ldp_shared.wire import BatchResult, ReportBatch, encode_bits
 
 from .conftest import Snapshot, packed_reports, report_dicts, snapshot, spec_payload
 
@@ -123,6 +126,31 @@ def test_a_rejected_report_does_not_take_its_id(engine: Engine, survey: StoredCo
     broken = {**valid, "bits": "###"}
     result = ingest_batch(engine, survey, batch_of([broken, valid]))
     assert [o.status for o in result.outcomes] == ["rejected", "accepted"]
+
+
+def test_the_route_answers_the_json_of_the_batch_result(
+    engine: Engine, survey: StoredCollection
+) -> None:
+    """The upload route serialises the outcomes without a model: its bytes must be those
+    of the :class:`BatchResult` (every status and a reason with characters to escape)."""
+    stored = good(survey, 2, seed=1)
+    ingest_batch(engine, survey, batch_of(stored[:1]))
+    odd = {**stored[1], "id": 'bad id "\\ é', "bits": "AAB="}
+    items = [*stored, {**stored[1], "id": "x" * 8}, odd, {**good(survey, 1, seed=2)[0]}]
+    shared = writer.ReportWriter(engine)
+    answer = asyncio.run(ingest_batch_async(shared, survey, batch_of(items)))
+    shared.close()
+    model = BatchResult.model_validate_json(answer.to_json())
+    assert json.loads(answer.to_json()) == json.loads(model.model_dump_json())
+    assert model == answer.to_model()
+    assert [o.status for o in model.outcomes] == [
+        "duplicate",
+        "accepted",
+        "accepted",
+        "rejected",
+        "accepted",
+    ]
+    assert (model.accepted, model.duplicate, model.rejected) == (3, 1, 1)
 
 
 def test_one_bad_report_does_not_stop_the_others(engine: Engine, survey: StoredCollection) -> None:

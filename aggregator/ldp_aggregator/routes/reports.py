@@ -80,4 +80,4 @@ async def upload_reports(name: str, batch: ReportBatch, request: Request) -> Res
         result = await ingest_batch_async(writer, collection, batch)
     state.metrics.count_reports(collection.name, result.accepted, result.duplicate, result.rejected)
     # serialised once here; a returned model would be dumped, validated and dumped again
-    return Response(result.model_dump_json(), media_type="application/json")
+    return Response(result.to_json(), media_type="application/json")
