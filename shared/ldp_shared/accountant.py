@@ -103,9 +103,11 @@ def allotted_epsilons(spec: CollectionSpec) -> list[float | None]:
 def _check_exact(attribute: AttributeSpec, privacy: Privacy, allotted: float | None) -> None:
     eps = privacy.epsilon
     if math.isinf(eps) or math.isnan(eps):
+        asked = "" if allotted is None else f"at ε = {allotted!r} "
         raise ConfigurationError(
-            f"attribute {attribute.name!r}: ε is not finite: its probabilities round to 0"
-            " or 1 in floating point; use a smaller ε"
+            f"attribute {attribute.name!r}: ε is too large: {asked}its mechanism's"
+            " probabilities round to 0 or 1 in floating point, so what it would spend is"
+            " unbounded (no privacy at all); use a smaller ε"
         )
     if eps <= 0.0:
         raise ConfigurationError(
