@@ -63,7 +63,7 @@ def test_epsilon_at_the_float_boundary() -> None:
     with pytest.raises(ValueError, match=r"more than the 26\.0 allotted"):
         _duchi_config(26.0)
     assert math.isinf(DuchiRandomizer(epsilon=40.0, lo=0.0, hi=1.0).exact_epsilon)
-    with pytest.raises(ValueError, match="ε is too large: at ε = 40.0 "):
+    with pytest.raises(ValueError, match=r"ε is too large: at ε = 40\.0 "):
         _duchi_config(40.0)
 
 
