@@ -85,6 +85,19 @@ def channel_epsilon(channel: FloatArray) -> float:
     return float(np.max(np.log(hi[live]) - np.log(lo[live])))
 
 
+def bounds_problem(lo: float, hi: float) -> str | None:
+    """What is wrong with the bounds ``[lo, hi]`` of a number (``None``: nothing): both
+    finite, ``lo < hi``, and a width ``hi − lo`` that is finite too (bounds such as
+    ±1.7e308 would scale every value to NaN)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "lo and hi must be finite numbers"
+    if not lo < hi:
+        return f"lo must be below hi, got lo={lo!r}, hi={hi!r}"
+    if not math.isfinite(hi - lo):
+        return f"hi − lo must be a finite number, got lo={lo!r}, hi={hi!r}"
+    return None
+
+
 def debias(sums: NDArray[np.integer] | FloatArray, n: int, p: float, q: float) -> FloatArray:
     """Unbiased frequencies ``(S/n - q)/(p - q)`` from per-bit counts ``S`` over ``n`` reports."""
     if n <= 0:

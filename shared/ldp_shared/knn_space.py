@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ldp_shared.errors import ConfigurationError, InvalidQueryError, InvalidRecordError, LDPError
-from ldp_shared.kernel import FloatArray
+from ldp_shared.kernel import FloatArray, bounds_problem
 
 
 @dataclass(frozen=True)
@@ -57,11 +57,8 @@ class Feature:
         if self.categories:
             if isinstance(self.categories, bool) or self.categories < 1:
                 raise ConfigurationError(f"feature {self.name!r}: needs at least one category")
-        elif not (math.isfinite(self.lo) and math.isfinite(self.hi) and self.lo < self.hi):
-            raise ConfigurationError(
-                f"feature {self.name!r}: bounds must be finite with lo < hi,"
-                f" got [{self.lo!r}, {self.hi!r}]"
-            )
+        elif (problem := bounds_problem(self.lo, self.hi)) is not None:
+            raise ConfigurationError(f"feature {self.name!r}: {problem}")
 
 
 def numeric(

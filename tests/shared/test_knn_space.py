@@ -57,3 +57,16 @@ def test_bad_features() -> None:
         numeric("x", 0, 1, spread=0.0)
     with pytest.raises(ConfigurationError):
         FeatureSpace.of([])
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "problem"),
+    [
+        (1.0, 1.0, "lo must be below hi"),
+        (0.0, math.inf, "lo and hi must be finite"),
+        (-1.7e308, 1.7e308, "hi − lo must be a finite number"),
+    ],
+)
+def test_bounds_that_cannot_scale_a_value_are_refused(lo: float, hi: float, problem: str) -> None:
+    with pytest.raises(ConfigurationError, match=f"feature 'x': {problem}"):
+        FeatureSpace([numeric("x", lo, hi)])

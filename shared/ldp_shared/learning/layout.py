@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ldp_shared.errors import InvalidRecordError
 from ldp_shared.identifiers import AttributeName, DomainValue
-from ldp_shared.kernel import FloatArray
+from ldp_shared.kernel import FloatArray, bounds_problem
 from ldp_shared.mechanisms.categorical import domain_indices
 from ldp_shared.mechanisms.numeric import to_unit
 
@@ -43,8 +43,9 @@ class NumericFeature(BaseModel):
 
     @model_validator(mode="after")
     def _check_bounds(self) -> NumericFeature:
-        if not (math.isfinite(self.lo) and math.isfinite(self.hi) and self.lo < self.hi):
-            raise ValueError(f"feature {self.name!r}: need finite bounds lo < hi")
+        problem = bounds_problem(self.lo, self.hi)
+        if problem is not None:
+            raise ValueError(f"feature {self.name!r}: {problem}")
         return self
 
 

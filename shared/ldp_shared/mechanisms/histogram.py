@@ -88,10 +88,17 @@ class HistogramSpec(AttributeSpec):
         edges = np.asarray(self.edges, dtype=np.float64)
         if not np.all(np.isfinite(edges)):
             raise ValueError(f"attribute {self.name!r}: bin edges must be finite numbers")
-        if not np.all(np.diff(edges) > 0.0):
+        with np.errstate(over="ignore"):
+            widths = np.diff(edges)
+        if not np.all(widths > 0.0):
             raise ValueError(
                 f"attribute {self.name!r}: bin edges must be strictly increasing, got"
                 f" {[_number(e) for e in self.edges]}"
+            )
+        if not np.all(np.isfinite(widths)):
+            raise ValueError(
+                f"attribute {self.name!r}: every bin's width must be a finite number, got"
+                f" edges {[_number(e) for e in self.edges]}"
             )
         return self
 

@@ -11,7 +11,6 @@ mapped back: ``x = lo + (t + 1)(hi − lo)/2``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -20,7 +19,7 @@ from numpy.typing import NDArray
 from pydantic import Field, model_validator
 
 from ldp_shared.errors import InvalidRecordError
-from ldp_shared.kernel import FloatArray
+from ldp_shared.kernel import FloatArray, bounds_problem
 from ldp_shared.mechanisms.base import AttributeSpec
 
 
@@ -35,12 +34,9 @@ class NumericSpec(AttributeSpec):
 
     @model_validator(mode="after")
     def _check_bounds(self) -> NumericSpec:
-        if not (math.isfinite(self.lo) and math.isfinite(self.hi)):
-            raise ValueError(f"attribute {self.name!r}: lo and hi must be finite numbers")
-        if not self.lo < self.hi:
-            raise ValueError(
-                f"attribute {self.name!r}: lo must be below hi, got lo={self.lo!r}, hi={self.hi!r}"
-            )
+        problem = bounds_problem(self.lo, self.hi)
+        if problem is not None:
+            raise ValueError(f"attribute {self.name!r}: {problem}")
         return self
 
     def encode(self, column: Sequence[Any] | NDArray[Any]) -> NDArray[np.float64]:

@@ -89,6 +89,7 @@ def test_clipping_encoding_and_bad_values() -> None:
     [
         ({"lo": 5.0, "hi": 5.0}, "lo must be below hi"),
         ({"lo": 9.0, "hi": 5.0}, "lo must be below hi"),
+        ({"lo": -1.7e308, "hi": 1.7e308}, "hi − lo must be a finite number"),
         ({"lo": -math.inf}, "finite"),
         ({"hi": math.nan}, "finite"),
         ({"lo": None}, "lo"),

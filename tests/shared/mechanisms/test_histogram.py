@@ -49,6 +49,7 @@ def test_bins_and_labels() -> None:
         ([], "at least 3"),
         ([1, 1, 2], "strictly increasing"),
         ([3, 2, 1], "strictly increasing"),
+        ([-1.7e308, 1.6e308, 1.7e308], "width must be a finite number"),
         ([0, 1, math.nan], "finite"),
         ([-math.inf, 0, 1], "finite"),
         ([0, 1, math.inf], "finite"),
