@@ -78,6 +78,9 @@ def test_requests_reports_and_batches_are_counted(
     assert value(samples, "ldpcollect_report_batch_size_count") == 2
     assert value(samples, "ldpcollect_report_batch_size_sum") == 8
     assert value(samples, "ldpcollect_report_batch_size_bucket", le="2.0") == 1
+    # one request per transaction here (they came one after the other)
+    assert value(samples, "ldpcollect_group_commit_size_count") == 2
+    assert value(samples, "ldpcollect_group_commit_size_sum") == 2
     assert value(samples, "ldpcollect_report_batch_size_bucket", le="5.0") == 1
     assert value(samples, "ldpcollect_report_batch_size_bucket", le="10.0") == 2
 
