@@ -155,7 +155,11 @@ def ingest_batch(
         check_takes_reports(engine, collection)
         return _result(batch, judged, set()).to_model()
     if writer is None:
-        return _result(batch, judged, ReportWriter(engine).write_now(pending)).to_model()
+        alone = ReportWriter(engine)
+        try:
+            return _result(batch, judged, alone.write_now(pending)).to_model()
+        finally:
+            alone.close()  # its connection for the log
     return _result(batch, judged, writer.store(pending)).to_model()
 
 
