@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from sqlalchemy.exc import OperationalError
 
 from ldp_aggregator import writer as writer_module
 from ldp_aggregator.collections import create_collection
-from ldp_aggregator.ingest import ingest_batch
+from ldp_aggregator.ingest import BatchOutcomes, ingest_batch, ingest_batch_async
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.lifecycle import delete_collection, set_closed
 from ldp_aggregator.storage.reports import count_reports
@@ -101,6 +102,46 @@ def test_requests_that_arrive_during_a_commit_share_the_next_transaction(
     results = run_grouped(writer, [(store_survey, items) for items in requests], gate)
     assert [r.accepted for r in results if isinstance(r, BatchResult)] == [len(i) for i in requests]
     assert writer.transactions == 2  # the first request alone, then the seven together
+    everything = [report for items in requests for report in items]
+    n = len(everything)
+    assert snapshot(store, "survey") == Snapshot(n, n, expected_sums(store_survey, everything))
+
+
+def test_requests_waiting_in_an_event_loop_share_the_next_transaction(
+    store: Engine, store_survey: StoredCollection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The upload route's way: coroutines wait for the writer's thread without a thread of
+    their own, join one transaction, and each gets its own answer."""
+    requests = seeded_requests(store_survey.config, 6, seed=6)
+    writer = ReportWriter(store)
+    gate = hold_first_transaction(monkeypatch)
+
+    def batch(items: list[dict[str, str]]) -> ReportBatch:
+        return ReportBatch.model_validate({"reports": items})
+
+    first = threading.Thread(
+        target=ingest_batch,
+        args=(store, store_survey, batch(requests[0])),
+        kwargs={"writer": writer},
+    )
+    first.start()
+    assert gate.entered.wait(DEADLINE_SECONDS)
+
+    async def the_others() -> list[BatchOutcomes]:
+        waiting = [
+            asyncio.create_task(ingest_batch_async(writer, store_survey, batch(items)))
+            for items in requests[1:]
+        ]
+        while writer.queued < len(waiting):
+            await asyncio.sleep(0.005)
+        gate.open.set()
+        return await asyncio.gather(*waiting)
+
+    answers = asyncio.run(the_others())
+    first.join(DEADLINE_SECONDS)
+    writer.close()
+    assert [a.accepted for a in answers] == [len(items) for items in requests[1:]]
+    assert writer.transactions == 2
     everything = [report for items in requests for report in items]
     n = len(everything)
     assert snapshot(store, "survey") == Snapshot(n, n, expected_sums(store_survey, everything))
