@@ -259,3 +259,13 @@ def test_report_id_pattern_edges(engine: Engine, survey: StoredCollection) -> No
     items.append({**good(survey, 1, seed=8)[0], "id": "a" * 7})
     result = ingest_batch(engine, survey, batch_of(items))
     assert [o.status for o in result.outcomes] == ["accepted"] * 3 + ["rejected"] * 2
+
+
+def test_an_sqlite_older_than_3_35_claims_its_shard_without_returning(
+    engine: Engine, survey: StoredCollection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``UPDATE ... RETURNING`` came with SQLite 3.35; an older library locks, then reads."""
+    monkeypatch.setattr(engine.dialect, "update_returning", False)
+    items = good(survey, 40, seed=8)
+    assert ingest_batch(engine, survey, batch_of(items)).accepted == 40
+    assert snapshot(engine, "survey") == Snapshot(40, 40, expected_sums(survey, items))

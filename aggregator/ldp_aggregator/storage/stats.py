@@ -154,12 +154,17 @@ def claim_shard(
     )
     of_collection = collection_stats.c.collection_id == collection_id
     if connection.dialect.name == "sqlite":
-        row = connection.execute(
+        lock = (
             update(collection_stats)
             .where(of_collection, collection_stats.c.shard == 0)
             .values(n_reports=collection_stats.c.n_reports)
-            .returning(*columns)
-        ).one_or_none()
+        )
+        if connection.dialect.update_returning:  # SQLite 3.35 and newer: one statement
+            row = connection.execute(lock.returning(*columns)).one_or_none()
+        else:
+            connection.execute(lock)
+            shard_0 = select(*columns).where(of_collection, collection_stats.c.shard == 0)
+            row = connection.execute(shard_0).one_or_none()
     else:
         first = select(*columns).where(of_collection).order_by(collection_stats.c.shard).limit(1)
         row = connection.execute(first.with_for_update(skip_locked=True)).one_or_none()
