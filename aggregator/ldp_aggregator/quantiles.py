@@ -32,6 +32,9 @@ from ldp_shared.errors import InvalidQueryError
 from ldp_shared.kernel import FloatArray
 from ldp_shared.wire import Quantile, QuantileResult
 
+DEFAULT_LEVELS = "0.25,0.5,0.75"
+"""The levels released when a query names none (the quartiles)."""
+
 
 def parse_levels(text: str) -> FloatArray:
     """``"0.25,0.5,0.9"`` → the levels, each a finite number in (0, 1)."""
@@ -64,7 +67,7 @@ def quantile_result(
     config: CollectionConfig,
     stats: Stats,
     attribute: str,
-    levels: str = "0.25,0.5,0.75",
+    levels: str = DEFAULT_LEVELS,
     confidence: float = 0.95,
 ) -> QuantileResult:
     """The released quantiles of histogram ``attribute`` at the comma-separated ``levels``.
@@ -93,7 +96,7 @@ def estimate_quantiles(
     engine: Engine,
     collection: StoredCollection,
     attribute: str,
-    levels: str = "0.25,0.5,0.75",
+    levels: str = DEFAULT_LEVELS,
     confidence: float = 0.95,
 ) -> QuantileResult:
     """Read the collection's statistics and release the quantiles of ``attribute``."""

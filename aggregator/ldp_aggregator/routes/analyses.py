@@ -12,7 +12,7 @@ from ldp_aggregator.deps import app_state
 from ldp_aggregator.frequencies import estimate_frequencies
 from ldp_aggregator.means import estimate_mean
 from ldp_aggregator.problems import problem_responses
-from ldp_aggregator.quantiles import estimate_quantiles
+from ldp_aggregator.quantiles import DEFAULT_LEVELS, estimate_quantiles
 from ldp_shared.wire import FrequencyResult, MeanResult, QuantileResult, checked_range
 
 router = APIRouter(prefix="/v1/collections", tags=["analyses"])
@@ -84,7 +84,7 @@ def quantiles(
     attribute: Annotated[str, Query(description="the histogram attribute")],
     q: Annotated[
         str, Query(description="comma-separated levels in (0, 1), e.g. 0.25,0.5,0.9")
-    ] = "0.25,0.5,0.75",
+    ] = DEFAULT_LEVELS,
     confidence: ConfidenceLevel = 0.95,
 ) -> QuantileResult:
     """Quantiles of a histogram attribute, interpolated within their bins, with intervals

@@ -48,6 +48,17 @@ class PanelContext:
         query = {key: value for key, value in params.items() if value}
         return f"{path}?{urlencode(query)}" if query else path
 
+    def choices(
+        self, slug: str, key: str, options: list[tuple[str, str]], current: str, **fixed: str
+    ) -> list[tuple[str, str, bool]]:
+        """Links of panel ``slug`` that set query parameter ``key`` to each option's value
+        (``options``: value and title; ``fixed``: parameters every link keeps), with
+        whether each is ``current`` (for the ``choices`` macro)."""
+        return [
+            (self.url(slug, **{**fixed, key: value}), title, value == current)
+            for value, title in options
+        ]
+
 
 @dataclass(frozen=True)
 class PanelView:

@@ -51,18 +51,18 @@ def test_a_new_panel_is_one_registry_entry(
     ui_client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def view(ctx: PanelContext) -> PanelView:
-        return PanelView("panels/_state.html", {"title": "Means", "message": ctx.collection.name})
+        return PanelView("panels/_state.html", {"title": "Notes", "message": ctx.collection.name})
 
-    extra = Panel(slug="means", title="Means", view=view, applies=lambda c: c.label is None)
+    extra = Panel(slug="notes", title="Notes", view=view, applies=lambda c: c.label is None)
     monkeypatch.setattr(pages, "PANELS", (*pages.PANELS, extra))
     sign_in_client(ui_client)
-    page = ui_client.get("/ui/collections/survey/means")
-    assert page.status_code == 200 and "Means" in page.text
+    page = ui_client.get("/ui/collections/survey/notes")
+    assert page.status_code == 200 and "Notes" in page.text
     assert (
-        'href="/ui/collections/survey/means"'
+        'href="/ui/collections/survey/notes"'
         in ui_client.get("/ui/collections/survey/frequencies").text
     )
-    assert ui_client.get("/ui/collections/car-nb/means").status_code == 404  # does not apply
+    assert ui_client.get("/ui/collections/car-nb/notes").status_code == 404  # does not apply
 
 
 def test_the_frequency_table_shows_the_api_numbers(ui_client: TestClient) -> None:

@@ -9,8 +9,10 @@ from ldp_aggregator.ui.panels import (
     frequencies,
     itemsets,
     jobs,
+    means,
     naive_bayes,
     overview,
+    quantiles,
     training,
 )
 
@@ -18,6 +20,8 @@ PANELS: tuple[Panel, ...] = (
     overview.PANEL,
     days.PANEL,
     frequencies.PANEL,
+    means.PANEL,
+    quantiles.PANEL,
     naive_bayes.PANEL,
     itemsets.PANEL,
     training.PANEL,

@@ -85,10 +85,16 @@ def view(ctx: PanelContext) -> PanelView:
     methods = methods_for(ctx.config, attribute)
     method = ctx.param("postprocess", "none")
     context: dict[str, Any] = {
-        "attributes": names,
-        "attribute": attribute,
-        "methods": [(key, METHODS[key]) for key in methods],
-        "method": method,
+        "attribute_links": ctx.choices(
+            "frequencies", "attribute", [(n, n) for n in names], attribute, postprocess="none"
+        ),
+        "method_links": ctx.choices(
+            "frequencies",
+            "postprocess",
+            [(key, METHODS[key]) for key in methods],
+            method,
+            attribute=attribute,
+        ),
         "confidence": CONFIDENCE,
     }
     try:
