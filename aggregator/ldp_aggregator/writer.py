@@ -25,10 +25,11 @@ and in what order. The writer bounds that:
 A transaction locks each collection it writes against closing and deleting
 (:func:`~ldp_aggregator.storage.lifecycle.refusal_to_write`), claims one of its
 statistics shards (:func:`~ldp_aggregator.storage.stats.claim_shard`), inserts the
-reports skipping stored ids, and adds their statistics to the shard. When an id was
-skipped (a replay, or another replica's concurrent insert), the transaction is rolled
-back and written again with the stored ids looked up first, so that the statistics
-count each report once.
+reports skipping stored ids, and adds the statistics of the reports it stored to the
+shard, so that each report counts once. PostgreSQL's insert answers which ids it stored
+(exact even while another replica stores the same ids). SQLite's only counts them; when
+it falls short (a replay), the transaction is rolled back and written again with the
+stored ids looked up first, which is exact because it holds SQLite's one write lock.
 """
 
 from __future__ import annotations
@@ -49,7 +50,11 @@ from sqlalchemy import Connection, Engine
 from ldp_aggregator.storage.at_rest import WalTruncator, rewrite_reports
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.lifecycle import gone, refusal_to_write
-from ldp_aggregator.storage.reports import existing_ids, insert_reports
+from ldp_aggregator.storage.reports import (
+    existing_ids,
+    insert_reports,
+    insert_reports_returning,
+)
 from ldp_aggregator.storage.retention import fold_expired
 from ldp_aggregator.storage.stats import (
     ClaimedShard,
@@ -63,10 +68,9 @@ from ldp_shared.errors import LDPError
 
 logger = logging.getLogger("ldp_aggregator")
 
-ATTEMPTS = 3
-"""Transactions tried per group before its requests fail: the first inserts blind; the
-others look up stored ids first, and are needed only when another replica stores one of
-the group's ids between that lookup and the insert."""
+ATTEMPTS = 2
+"""Transactions tried per group before its requests fail: the first inserts blind; on
+SQLite, when ids turn out stored, the second looks them up first (see :func:`_insert`)."""
 
 
 @dataclass(eq=False)
@@ -239,7 +243,7 @@ class ReportWriter:
                 return self._commit(group, look_up=attempt > 0)
             except _SkippedIdsError:
                 continue
-        raise RuntimeError(f"reports were stored concurrently {ATTEMPTS} times over")
+        raise RuntimeError(f"stored ids were still skipped after {ATTEMPTS} attempts")
 
     def _commit(self, group: list[Pending], *, look_up: bool) -> list[set[str]]:
         """One transaction for the whole group; the ids stored before, per request. A
@@ -309,38 +313,55 @@ def _store_collection(
     statistics to the claimed shard; the ids each request found stored, and how many
     reports were written."""
     collection = part[0].collection
-    config = collection.config
     taken = (
         existing_ids(connection, collection.id, [i for p in part for i in p.ids])
         if look_up
         else set()
     )
     rows: dict[date, list[tuple[str, bytes]]] = defaultdict(list)
-    deltas: list[Stats] = []
-    befores: list[set[str]] = []
-    for pending in part:
+    candidates: list[list[int]] = []
+    for pending in part:  # an id sent twice in the group is written by its first request
         fresh = [k for k, report_id in enumerate(pending.ids) if report_id not in taken]
-        befores.append({report_id for report_id in pending.ids if report_id in taken})
         taken.update(pending.ids)
-        if not fresh:
-            continue
+        candidates.append(fresh)
+        rows[pending.day].extend((pending.ids[k], pending.matrix[k].tobytes()) for k in fresh)
+    stored = _insert(connection, collection.id, rows)
+    befores: list[set[str]] = []
+    deltas: list[Stats] = []
+    for pending, fresh in zip(part, candidates, strict=True):
+        if stored is not None:  # some ids were stored by another transaction meanwhile
+            fresh = [k for k in fresh if pending.ids[k] in stored]
+        written = {pending.ids[k] for k in fresh}
+        befores.append({report_id for report_id in pending.ids if report_id not in written})
         if len(fresh) == len(pending.ids):
-            matrix, delta = pending.matrix, pending.delta
-        else:
-            matrix = pending.matrix[fresh]
-            delta = statistics_of(config, matrix)
-        ids = [pending.ids[k] for k in fresh]
-        rows[pending.day].extend(zip(ids, (row.tobytes() for row in matrix), strict=True))
-        deltas.append(delta)
-    expected = sum(len(day_rows) for day_rows in rows.values())
-    stored = sum(
-        insert_reports(connection, collection.id, sorted(rows[day]), day) for day in sorted(rows)
-    )
-    if stored != expected:
-        raise _SkippedIdsError(f"{expected - stored} of {expected} ids were stored already")
+            deltas.append(pending.delta)
+        elif fresh:
+            deltas.append(statistics_of(collection.config, pending.matrix[fresh]))
     if deltas:
         add_to_shard(connection, collection.id, claimed, sum_stats(deltas))
     return befores, sum(delta.n_reports for delta in deltas)
+
+
+def _insert(
+    connection: Connection, collection_id: int, rows: dict[date, list[tuple[str, bytes]]]
+) -> set[str] | None:
+    """Insert the rows of every day in key order, skipping stored ids; ``None`` when all
+    were inserted, else the ids that were. PostgreSQL answers which ids it stored.
+    SQLite only counts them; but this transaction holds its one write lock, so a short
+    count means ids stored before it began: it raises :class:`_SkippedIdsError`, and the
+    transaction is written again with the stored ids looked up first."""
+    expected = sum(len(day_rows) for day_rows in rows.values())
+    if connection.dialect.name == "postgresql":
+        stored: set[str] = set()
+        for day in sorted(rows):
+            stored |= insert_reports_returning(connection, collection_id, sorted(rows[day]), day)
+        return None if len(stored) == expected else stored
+    count = sum(
+        insert_reports(connection, collection_id, sorted(rows[day]), day) for day in sorted(rows)
+    )
+    if count != expected:
+        raise _SkippedIdsError(f"{expected - count} of {expected} ids were stored already")
+    return None
 
 
 class Reshuffler:

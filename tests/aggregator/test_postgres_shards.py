@@ -7,9 +7,11 @@ by ``lock_timeout``, so a writer that would queue fails the test instead of hang
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack
+from datetime import date
 
 import numpy as np
 import pytest
@@ -17,12 +19,14 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import OperationalError
 from tests.engines import POSTGRES_URL, drop_schema, new_postgres_schema
 
+from ldp_aggregator import writer as writer_module
 from ldp_aggregator.collections import create_collection
 from ldp_aggregator.ingest import ingest_batch
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.lifecycle import refusal_to_write, set_closed
 from ldp_aggregator.storage.migrate import upgrade
+from ldp_aggregator.storage.reports import insert_reports_returning
 from ldp_aggregator.storage.stats import (
     STATS_SHARDS,
     Stats,
@@ -32,7 +36,7 @@ from ldp_aggregator.storage.stats import (
 )
 from ldp_shared.errors import CollectionClosedError
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import ReportBatch
+from ldp_shared.wire import BatchResult, ReportBatch
 
 from .conftest import packed_reports, report_dicts, snapshot, spec_payload
 
@@ -150,5 +154,41 @@ def test_closing_waits_for_a_writer_and_then_refuses_the_next(
     items = report_dicts(survey.config, packed_reports(survey.config, 5, 9))
     with pytest.raises(CollectionClosedError):
         ingest_batch(pg, survey, ReportBatch.model_validate({"reports": items}))
+    with pg.connect() as connection:
+        assert read_stats(connection, survey.id, survey.config.stats_length).n_reports == 1
+
+
+def test_an_id_another_replica_stores_meanwhile_counts_once(
+    pg: Engine, survey: StoredCollection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two replicas store the same new id at once: the second insert waits for the first
+    and, once it commits, answers that it stored only the other id (no lookup, no retry:
+    with both replicas racing on many ids, retries could run out)."""
+    both, other = report_dicts(survey.config, packed_reports(survey.config, 2, 11))
+    answers: list[BatchResult] = []
+    lookups: list[int] = []
+    real = writer_module.existing_ids
+    monkeypatch.setattr(
+        writer_module, "existing_ids", lambda *args: lookups.append(1) or real(*args)
+    )
+
+    def second_replica() -> None:
+        batch = ReportBatch.model_validate({"reports": [both, other]})
+        answers.append(ingest_batch(pg, survey, batch))
+
+    with pg.connect() as first:
+        first.begin()
+        bits = base64.b64decode(both["bits"])
+        assert insert_reports_returning(first, survey.id, [(both["id"], bits)], date.today()) == {
+            both["id"]
+        }
+        waiting = threading.Thread(target=second_replica)
+        waiting.start()
+        waiting.join(0.5)
+        assert waiting.is_alive()  # its insert waits for ours
+        first.commit()
+    waiting.join(20)
+    assert [o.status for o in answers[0].outcomes] == ["duplicate", "accepted"]
+    assert lookups == []
     with pg.connect() as connection:
         assert read_stats(connection, survey.id, survey.config.stats_length).n_reports == 1

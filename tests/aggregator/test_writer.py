@@ -204,6 +204,7 @@ def test_no_request_is_answered_before_its_commit_and_a_failed_commit_stores_not
         raise OperationalError("INSERT", {}, Exception("disk I/O error"))
 
     monkeypatch.setattr(writer_module, "insert_reports", failing)
+    monkeypatch.setattr(writer_module, "insert_reports_returning", failing)
     writer = ReportWriter(store)
     gate = hold_first_transaction(monkeypatch)
     results = run_grouped(writer, [(store_survey, items) for items in requests[1:]], gate)

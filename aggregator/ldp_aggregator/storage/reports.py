@@ -17,7 +17,7 @@ from functools import lru_cache
 from itertools import repeat
 from typing import Any
 
-from sqlalchemy import ClauseElement, Column, Connection, Dialect, bindparam, func, select
+from sqlalchemy import ClauseElement, Column, Connection, Dialect, bindparam, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.compiler import SQLCompiler
 
@@ -115,6 +115,32 @@ def insert_reports(
         params = [dict(zip(statement.names, row, strict=True)) for row in in_order]
     # both drivers sum the rows inserted over the executemany (skipped ones count 0)
     return int(connection.exec_driver_sql(statement.sql, params).rowcount)
+
+
+def insert_reports_returning(
+    connection: Connection,
+    collection_id: int,
+    rows: Sequence[tuple[str, bytes]],
+    day: date,
+) -> set[str]:
+    """PostgreSQL: :func:`insert_reports` in one statement that answers which ids it
+    stored (two array parameters, unnested in the rows' order). An id that another
+    transaction is inserting at the same time waits for it and is skipped once it
+    commits, so the answer stays exact when replicas store the same ids concurrently."""
+    if not rows:
+        return set()
+    ids, bits = zip(*rows, strict=True)
+    result = connection.execute(
+        text(
+            f"INSERT INTO {reports.name} (collection_id, report_id, received_day, bits)"
+            " SELECT :cid, r.report_id, :day, r.bits"
+            " FROM unnest(CAST(:ids AS VARCHAR[]), CAST(:bits AS BYTEA[]))"
+            " WITH ORDINALITY AS r(report_id, bits, k) ORDER BY r.k"
+            " ON CONFLICT DO NOTHING RETURNING report_id"
+        ),
+        {"cid": collection_id, "day": day, "ids": list(ids), "bits": list(bits)},
+    )
+    return {str(row[0]) for row in result}
 
 
 def count_reports(connection: Connection, collection_id: int) -> int:
