@@ -18,9 +18,9 @@ and in what order. The writer bounds that:
   and truncated (:class:`~ldp_aggregator.storage.at_rest.WalTruncator`), and only then
   are its requests answered: a process killed between requests leaves an empty log.
 * **Periodic rewrite.** :meth:`ReportWriter.rewrite` rebuilds the tables out of arrival
-  order (:func:`~ldp_aggregator.storage.at_rest.rewrite_reports`); :class:`Reshuffler`
-  calls it every ``reshuffle_seconds`` when reports were written since, and once more
-  at shutdown.
+  order (:func:`~ldp_aggregator.storage.at_rest.rewrite_reports`);
+  :class:`~ldp_aggregator.reshuffler.Reshuffler` calls it every ``reshuffle_seconds``
+  when reports were written since, and once more at shutdown.
 
 A transaction locks each collection it writes against closing and deleting
 (:func:`~ldp_aggregator.storage.lifecycle.refusal_to_write`), claims one of its
@@ -55,7 +55,6 @@ from ldp_aggregator.storage.reports import (
     insert_reports,
     insert_reports_returning,
 )
-from ldp_aggregator.storage.retention import fold_expired
 from ldp_aggregator.storage.stats import (
     ClaimedShard,
     Stats,
@@ -362,46 +361,3 @@ def _insert(
     if count != expected:
         raise _SkippedIdsError(f"{expected - count} of {expected} ids were stored already")
     return None
-
-
-class Reshuffler:
-    """Rewrites the reports every ``seconds`` when :attr:`ReportWriter.needs_rewrite`
-    (0: never periodically), in a thread of its own, and once more when stopped; folds
-    expired reports (:func:`~ldp_aggregator.storage.retention.fold_expired`) on each turn."""
-
-    def __init__(self, writer: ReportWriter, seconds: float) -> None:
-        self.writer = writer
-        self.seconds = seconds
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        if self.seconds > 0:
-            self._thread = threading.Thread(target=self._run, name="ldp-reshuffle", daemon=True)
-            self._thread.start()
-
-    def stop(self) -> None:
-        """Stop the thread and the writer (which writes what is queued), then rewrite once
-        more if needed (the files at rest keep no order after a clean shutdown)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self.writer.close()
-        self._turn()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.seconds):
-            self._turn()
-
-    def _turn(self) -> None:
-        try:
-            # the rewrite then drops the old row versions, bits and all (PostgreSQL)
-            self.writer.written_since_rewrite += fold_expired(self.writer.engine)
-        except Exception:  # logged; the next turn tries again
-            logger.exception("folding expired reports failed")
-        if not self.writer.needs_rewrite:
-            return
-        try:
-            self.writer.rewrite()
-        except Exception:  # logged; the next turn tries again
-            logger.exception("rewriting the reports failed")

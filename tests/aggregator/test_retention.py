@@ -10,11 +10,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
 from ldp_aggregator.ingest import ingest_batch
+from ldp_aggregator.reshuffler import Reshuffler
 from ldp_aggregator.storage.collections import load_collection, utc_today
 from ldp_aggregator.storage.reports import iter_report_bits
 from ldp_aggregator.storage.retention import fold_expired
 from ldp_aggregator.storage.tables import collections, reports
-from ldp_aggregator.writer import ReportWriter, Reshuffler
+from ldp_aggregator.writer import ReportWriter
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.wire import ReportBatch
 

@@ -12,7 +12,8 @@ from fastapi import APIRouter, FastAPI, Request, Response
 from ldp_aggregator.deps import AppState, app_state
 from ldp_aggregator.ingest import ingest_batch_async
 from ldp_aggregator.problems import problem_responses
-from ldp_aggregator.writer import ReportWriter, Reshuffler
+from ldp_aggregator.reshuffler import Reshuffler
+from ldp_aggregator.writer import ReportWriter
 from ldp_shared.errors import CollectionNotFoundError
 from ldp_shared.wire import BatchResult, ReportBatch
 

@@ -10,7 +10,7 @@ rows, itemset mining, mines the reports still holding their bits
 
 A report received on day ``D`` keeps its bits through day ``D + retention_days`` and is
 folded from the day after. :func:`fold_expired` folds every collection's expired reports;
-the app's :class:`~ldp_aggregator.writer.Reshuffler` calls it on each of its turns, and
+the app's :class:`~ldp_aggregator.reshuffler.Reshuffler` calls it on each of its turns, and
 setting a retention folds at once.
 """
 

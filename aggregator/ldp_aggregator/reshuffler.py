@@ -1,0 +1,55 @@
+"""The app's periodic turn over its stored reports: fold what is past its retention, then
+rewrite the tables out of arrival order (docs/privacy-at-rest.md)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from ldp_aggregator.storage.retention import fold_expired
+from ldp_aggregator.writer import ReportWriter
+
+logger = logging.getLogger("ldp_aggregator")
+
+
+class Reshuffler:
+    """Rewrites the reports every ``seconds`` when :attr:`ReportWriter.needs_rewrite`
+    (0: never periodically), in a thread of its own, and once more when stopped; folds
+    expired reports (:func:`~ldp_aggregator.storage.retention.fold_expired`) on each turn."""
+
+    def __init__(self, writer: ReportWriter, seconds: float) -> None:
+        self.writer = writer
+        self.seconds = seconds
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self.seconds > 0:
+            self._thread = threading.Thread(target=self._run, name="ldp-reshuffle", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the thread and the writer (which writes what is queued), then rewrite once
+        more if needed (the files at rest keep no order after a clean shutdown)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.writer.close()
+        self._turn()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.seconds):
+            self._turn()
+
+    def _turn(self) -> None:
+        try:
+            # the rewrite then drops the old row versions, bits and all (PostgreSQL)
+            self.writer.written_since_rewrite += fold_expired(self.writer.engine)
+        except Exception:  # logged; the next turn tries again
+            logger.exception("folding expired reports failed")
+        if not self.writer.needs_rewrite:
+            return
+        try:
+            self.writer.rewrite()
+        except Exception:  # logged; the next turn tries again
+            logger.exception("rewriting the reports failed")
