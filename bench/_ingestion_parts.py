@@ -70,28 +70,42 @@ def _single(sqlite: dict[str, Any], noop: dict[str, Any] | None) -> dict[str, An
 
 
 def _batches(sqlite: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any] | None:
+    """Each service run beside the raw loop over the same table sizes (its window)."""
     runs = sqlite.get("batches")
     if not runs:
         return None
-    without = raw["without_checkpoint"]["reports_per_second"]
-    with_checkpoint = raw["with_checkpoint"]["reports_per_second"]
-    service = {f"{r['connections']}_connections": r["reports_per_second"] for r in runs}
-    best = max(service.values())
+    key = [f"{r['connections']}_connections" for r in runs]
+    service = {k: r["reports_per_second"] for k, r in zip(key, runs, strict=True)}
+    reference = {
+        kind: {
+            k: w["reports_per_second"]
+            for k, w in zip(key, raw[f"{kind}_checkpoint"]["windows"], strict=True)
+        }
+        for kind in ("with", "without")
+    }
+    ratio = {kind: {k: _ratio(service[k], reference[kind][k]) for k in key} for kind in reference}
+
+    def best(kind: str) -> float:
+        return max((r for r in ratio[kind].values() if r is not None), default=0.0)
+
     return {
         "service_reports_per_second": service,
-        "service_p99_ms": {f"{r['connections']}_connections": r["latency_ms"]["p99"] for r in runs},
-        "raw_reports_per_second_without_checkpoint": without,
-        "raw_reports_per_second_with_checkpoint": with_checkpoint,
-        "ratio_vs_raw_with_checkpoint": {k: v / with_checkpoint for k, v in service.items()},
-        "ratio_vs_raw_without_checkpoint": {k: v / without for k, v in service.items()},
+        "service_p99_ms": {k: r["latency_ms"]["p99"] for k, r in zip(key, runs, strict=True)},
+        "table_rows": {k: r["table_rows"] for k, r in zip(key, runs, strict=True)},
+        "raw_reports_per_second_with_checkpoint": reference["with"],
+        "raw_reports_per_second_without_checkpoint": reference["without"],
+        "ratio_vs_raw_with_checkpoint": ratio["with"],
+        "ratio_vs_raw_without_checkpoint": ratio["without"],
         "target_ratio": TARGET_BATCH_RATIO,
-        "best_service_reports_per_second": best,
-        "meets_target_vs_raw_with_checkpoint": best / with_checkpoint >= TARGET_BATCH_RATIO,
-        "meets_target_vs_raw_without_checkpoint": best / without >= TARGET_BATCH_RATIO,
+        "best_ratio_vs_raw_with_checkpoint": best("with"),
+        "meets_target_vs_raw_with_checkpoint": best("with") >= TARGET_BATCH_RATIO,
+        "meets_target_vs_raw_without_checkpoint": best("without") >= TARGET_BATCH_RATIO,
         "note": (
-            "the service truncates its WAL after every transaction: the raw loop with "
-            "checkpoint is the like-for-like reference; both ratios use the service's "
-            "reports/s at each connection count, the targets its best"
+            "each service run is compared with the raw loop's transactions over the same "
+            "table sizes (table_rows: the reports stored before and after the run; a "
+            "transaction costs more as the table grows). The service truncates its WAL "
+            "after every transaction, so the raw loop with checkpoint is the like-for-like "
+            "reference; the targets use the best connection count"
         ),
     }
 

@@ -9,6 +9,14 @@ compiled by SQLAlchemy from ``ldp_aggregator.storage.tables``, so the loop follo
 schema as it changes; the statistics statements touch one row of the collection
 (``collection_id = ?``, plus ``shard = 0`` when the table has a ``shard`` column).
 
+A transaction's cost grows with the size of the table it inserts into (random ids land
+on ever more distinct index pages, each written to the log and checkpointed back), so the
+service and this loop are compared at the same table sizes: ``windows`` are ranges of the
+table's row count, ``(first, end)``, and each gets its own reports/s from the loop's
+transactions that started inside it (``bench/ingestion.py`` passes the row counts its
+service runs covered); the loop grows its table from empty, batch by batch, as the
+service does.
+
 Per batch of pre-made rows (random ids of the SDK's form, sorted by id as the service
 sorts them, random bits of the collection's packed size), one transaction on the driver's
 connection: ``INSERT ... ON CONFLICT DO NOTHING`` of the rows (one ``executemany``), read
@@ -23,6 +31,7 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +55,20 @@ def _compiled(statement: ClauseElement, dialect: Dialect) -> tuple[str, tuple[st
     return compiled.string, tuple(compiled.positiontup or ()), dict(compiled.params)
 
 
+def _window(first: int, end: int, sizes: list[int], times: list[float]) -> dict[str, Any]:
+    """Reports/s of the transactions that started with ``first <= rows < end``."""
+    rows, reports, seconds = 0, 0, 0.0
+    for size, spent in zip(sizes, times, strict=True):
+        if first <= rows < end:
+            reports, seconds = reports + size, seconds + spent
+        rows += size
+    return {
+        "table_rows": [first, end],
+        "reports": reports,
+        "reports_per_second": reports / seconds if seconds else None,
+    }
+
+
 def _stats_where() -> list[Any]:
     """One statistics row of the collection: ``collection_id``, and shard 0 if sharded."""
     where: list[Any] = [collection_stats.c.collection_id == bindparam("cid")]
@@ -62,8 +85,10 @@ def raw_sqlite_loop(
     batch: int,
     checkpoint: bool,
     rng: np.random.Generator,
+    windows: Sequence[tuple[int, int]] = (),
 ) -> dict[str, Any]:
-    """Store ``reports_total`` reports in batches of ``batch``, from an empty database."""
+    """Store ``reports_total`` reports in batches of ``batch``, from an empty database;
+    reports/s overall and in each of ``windows`` (table row counts)."""
     with tempfile.TemporaryDirectory(prefix="ldp-bench-raw-") as tmp:
         path = Path(tmp) / "raw.db"
         engine = make_engine(f"sqlite:///{path}")
@@ -103,16 +128,21 @@ def raw_sqlite_loop(
                 db = raw.driver_connection
                 assert db is not None
                 db.isolation_level = None  # explicit BEGIN / COMMIT below
-                times: list[float] = []
-                for start in range(0, reports_total, batch):
-                    size = min(batch, reports_total - start)
+                values = {"collection_id": collection.id, "received_day": day}
+
+                def fresh_rows(size: int) -> list[tuple[Any, ...]]:
                     ids = sorted(new_report_id() for _ in range(size))
                     bits = [rng.bytes(packed_bytes) for _ in range(size)]
-                    values = {"collection_id": collection.id, "received_day": day}
-                    rows = [
+                    return [
                         tuple({**values, "report_id": i, "bits": b}[name] for name in insert_names)
                         for i, b in zip(ids, bits, strict=True)
                     ]
+
+                times: list[float] = []
+                sizes: list[int] = []
+                for start in range(0, reports_total, batch):
+                    size = min(batch, reports_total - start)
+                    rows = fresh_rows(size)
                     t0 = time.perf_counter()
                     db.execute("BEGIN")
                     db.executemany(insert_sql, rows)
@@ -128,6 +158,7 @@ def raw_sqlite_loop(
                     if checkpoint:
                         db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
                     times.append(time.perf_counter() - t0)
+                    sizes.append(size)
                 stored = db.execute("SELECT count(*) FROM reports").fetchone()[0]
                 columns = [row[1] for row in db.execute("PRAGMA table_info(collection_stats)")]
             finally:
@@ -145,6 +176,7 @@ def raw_sqlite_loop(
         "transactions": len(times),
         "seconds_in_transactions": seconds,
         "reports_per_second": reports_total / seconds,
+        "windows": [_window(lo, hi, sizes, times) for lo, hi in windows],
         "transaction_ms": {
             "mean": 1e3 * statistics.fmean(times),
             "p50": 1e3 * ordered[len(ordered) // 2],

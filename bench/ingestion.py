@@ -10,7 +10,9 @@ Load comes from wrk (``bench/wrk/reports.lua``: fresh report ids in every reques
 2. batches of ``--batch`` (1,000) reports at each of ``--batch-connections`` (1, 4):
    reports/s, beside the raw SQLite loop of ``bench/_raw_sqlite.py`` (the aggregator's
    schema, pragmas and statements, without and with a WAL truncation after every
-   commit) storing as many reports as the service took in these runs;
+   commit), its table grown from empty in batches as the service's was; each service
+   run is compared with the loop's transactions over the same table sizes (the rows
+   stored before and after the run), since a transaction costs more as the table grows;
 3. PostgreSQL: one replica, then two replicas of one fresh database (each loaded by its
    own wrk process, numbers summed), single reports at 16 connections in total and
    batches at ``--pg-batch-connections`` (4) in total.
@@ -187,7 +189,10 @@ def sqlite_part(args: Any, loader: Loader | None) -> dict[str, Any]:
             out["batches"] = []
             for connections in args.batch_connections:
                 log(f"[ingestion] batches of {args.batch:,}, {connections} connection(s)")
-                out["batches"].append(loader.load([server], config, connections, args.batch))
+                run = loader.load([server], config, connections, args.batch)
+                stored = _settled_counts([server], config.name)["accepted"]
+                run["table_rows"] = [stored - run["reports_answered_2xx"], stored]
+                out["batches"].append(run)
             memory["after_wrk"] = server.memory_kib()
         log(f"[ingestion] SDK submit_reports of {args.sdk_n:,} reports")
         out["sdk"] = sdk_upload(server, config, args.sdk_n, args.batch)
@@ -268,9 +273,9 @@ def main() -> None:
     packed_bytes = one_report_bits(config)[1]
 
     noop = noop_part(args, loader, config) if loader is not None else None
-    batch_reports = sum(b["reports_per_second"] * b["seconds"] for b in sqlite.get("batches", []))
-    raw_total = int(min(1_000_000, batch_reports or (20_000 if args.quick else 200_000)))
-    raw_total = max(args.batch, raw_total // args.batch * args.batch)
+    windows = [tuple(b["table_rows"]) for b in sqlite.get("batches", [])]
+    covered = windows[-1][1] if windows else (20_000 if args.quick else 200_000)
+    raw_total = max(args.batch, -(-covered // args.batch) * args.batch)
     raw = {}
     for checkpoint in (False, True):
         log(f"[ingestion] raw SQLite loop, {raw_total:,} reports, checkpoint={checkpoint}")
@@ -281,6 +286,7 @@ def main() -> None:
             batch=args.batch,
             checkpoint=checkpoint,
             rng=seeded_rng(99),
+            windows=windows,
         )
 
     postgres: dict[str, Any] | None = None

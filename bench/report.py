@@ -191,6 +191,11 @@ def accuracy(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _per(value: float | dict[str, float], key: str) -> float:
+    """A yardstick per run (a dict keyed like the runs) or one for all (older results)."""
+    return value[key] if isinstance(value, dict) else value
+
+
 def ingestion(doc: dict[str, Any]) -> str:
     """bench/ingestion.py: ours beside its yardsticks (issue 12); older results, measured
     with httpx before the wrk rework, keep their own table."""
@@ -217,11 +222,15 @@ def ingestion(doc: dict[str, Any]) -> str:
     if batches:
         raw_with = batches["raw_reports_per_second_with_checkpoint"]
         raw_without = batches["raw_reports_per_second_without_checkpoint"]
+        rows = batches.get("table_rows", {})
         for key, rate in batches["service_reports_per_second"].items():
+            first, end = rows.get(key, (None, None))
+            sizes = f", table {first / 1e3:,.0f}k–{end / 1e3:,.0f}k rows" if rows else ""
             lines.append(
                 f"| batches of {doc['parameters']['batch']:,}, {key.split('_')[0]} "
-                f"connection(s) (reports/s) | {rate:,.0f} | raw SQLite loop {raw_with:,.0f} "
-                f"with WAL truncation ({raw_without:,.0f} without) "
+                f"connection(s){sizes} (reports/s) | {rate:,.0f} | raw SQLite loop "
+                f"{_per(raw_with, key):,.0f} with WAL truncation "
+                f"({_per(raw_without, key):,.0f} without) "
                 f"| {batches['ratio_vs_raw_with_checkpoint'][key]:.2f} "
                 f"({batches['ratio_vs_raw_without_checkpoint'][key]:.2f}) | ≥ 0.60 |"
             )
