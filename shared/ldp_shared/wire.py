@@ -336,6 +336,17 @@ class NaiveBayesModel(_Wire):
     epsilon: float = Field(description="exact ε of one record of the collection")
     budget: Literal["split", "sample"]
     confidence: float
+    interval: Literal["score", "normal"] = Field(
+        default="normal",
+        description=(
+            "how every ci_low/ci_high of the model (class counts and feature tables) was"
+            " formed: 'score' is m times the continuity-corrected score interval of the"
+            " count's frequency (m = n_reports of the count: every count m·f in [0, m]"
+            " that the test |count/m − f| − h ≤ z·√Var(f) accepts, variance at f,"
+            " h half of one report's move, Wilson-type), 'normal' is count ± z·stderr"
+            " (models trained before score intervals)"
+        ),
+    )
     class_counts: list[float] = Field(
         description="raw unbiased N̂(c) over all reports (combined over the features)"
     )

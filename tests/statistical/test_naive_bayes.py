@@ -6,8 +6,9 @@ truth and against their stated variances, with power checks.
    car data ×20. Given the records every perturbed bit is independent, so the
    standardised errors ``(N̂ - N)/σ`` of the 84 joint cells (``σ`` at the true count)
    are independent and about standard normal: ``Σ z² ~ χ²_84``, Bonferroni over the four
-   variants. The released 95% intervals (plug-in standard errors) miss about 5% of the
-   cells: a binomial test on the number of misses over all variants.
+   variants. The released 95% intervals (score intervals of the counts) miss about 5% of
+   the cells: a binomial test on the number of misses over all variants (small n is
+   tested in ``test_naive_bayes_intervals.py``).
    Power: reports made at ε·1.3 or ε/1.3 and estimated with the RIGHT config are
    rejected by the same χ² test (the design's non-centrality is checked first).
 2. Marginals against their variance formulas (:mod:`ldp_shared.analyses.joint`): ``R`` fresh
@@ -110,7 +111,7 @@ def joint_statistic(config: CollectionConfig, reports: NDArray[np.uint8]) -> tup
         sigma = n_j * np.sqrt(frequency_variance(truth / n_j, n_j, attribute.p, attribute.q))
         statistic += float(np.sum(((f.counts - truth) / sigma) ** 2))
         cells += truth.size
-        low, high = f.counts - 1.959963984540054 * f.stderr, f.counts + 1.959963984540054 * f.stderr
+        low, high = f.score_interval(1.959963984540054)
         misses += int(np.sum((truth < low) | (truth > high)))
     return statistic, cells, misses
 

@@ -31,6 +31,7 @@ as independent overstates that term slightly: the intervals err on the safe side
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,6 +161,31 @@ def label_weights(config: CollectionConfig, n: int, sums: Sums) -> FloatArray:
     return out
 
 
+@dataclass(frozen=True)
+class FeatureChannel:
+    """What the label's variance needs of one feature: its ``n_j`` reports, its ``d_j``
+    values and the ``(p, q)`` of each of its joint cells."""
+
+    n_reports: int
+    d: int
+    p: float
+    q: float
+
+
+def label_curve(
+    weights: FloatArray, features: Sequence[FeatureChannel], n: int
+) -> tuple[VarianceCurve, float]:
+    """``Var π̂(c) = Σ_j w_j² [V_j(π) + f(1-f)/n_j·(n-n_j)/(n-1)]`` as a curve in ``π``
+    (module docstring), and the largest move of ``π̂`` by one report,
+    ``max_j w_j/(n_j (p_j − q_j))`` (the continuity step of the score interval)."""
+    curve, step = VarianceCurve.of(0.0, 0.0), 0.0
+    for w, f in zip(weights, features, strict=True):
+        own = VarianceCurve.bit_sum(f.n_reports, f.p, f.q, cells=f.d)
+        curve = curve + (own + sampling_curve(f.n_reports, n)).scaled(w**2)
+        step = max(step, float(w) * report_step(f.n_reports, f.p, f.q))
+    return curve, step
+
+
 def label_estimate(
     config: CollectionConfig, n: int, sums: Sums, confidence: float = 0.95
 ) -> FrequencyEstimate:
@@ -167,14 +193,13 @@ def label_estimate(
     weights = label_weights(config, n, sums)
     assert config.label is not None
     pi = np.zeros(config.label.k)
-    curve, step = VarianceCurve.of(0.0, 0.0), 0.0
     joints = [joint_estimate(attribute, n, sums) for attribute in config.features]
     for w, joint in zip(weights, joints, strict=True):
         pi += w * joint.frequencies.sum(axis=1)
-        a = joint.attribute
-        own = VarianceCurve.bit_sum(joint.n_reports, *a.bit_channel, cells=a.d)
-        curve = curve + (own + sampling_curve(joint.n_reports, n)).scaled(w**2)
-        step = max(step, w * report_step(joint.n_reports, *a.bit_channel))
+    channels = [
+        FeatureChannel(j.n_reports, j.attribute.d, *j.attribute.bit_channel) for j in joints
+    ]
+    curve, step = label_curve(weights, channels, n)
     return FrequencyEstimate.score(n, pi, curve, confidence, step)
 
 

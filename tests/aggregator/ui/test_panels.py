@@ -141,6 +141,12 @@ def _trained_model(client: TestClient, csrf: str) -> str:
     return response.headers["location"].rsplit("model=", 1)[1]
 
 
+def test_the_priors_caption_names_the_interval(ui_client: TestClient) -> None:
+    model = _trained_model(ui_client, sign_in_client(ui_client))
+    page = ui_client.get(f"/ui/collections/car-nb/naive-bayes?model={model}").text
+    assert "95% intervals (score intervals: every count the reports are consistent" in page
+
+
 def test_the_test_file_gives_the_accuracy_and_is_not_stored(ui_client: TestClient) -> None:
     csrf = sign_in_client(ui_client)
     model = _trained_model(ui_client, csrf)

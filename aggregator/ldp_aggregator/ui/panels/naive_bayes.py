@@ -23,6 +23,11 @@ from ldp_shared.wire import MAX_PREDICT_RECORDS, NaiveBayesModel, NaiveBayesTrai
 
 REPAIRS = ("posterior-mean", "clamp")
 FIX_THE_FILE = "Correct the file and upload it again; nothing of this one was kept."
+COUNT_INTERVALS = {
+    "score": "score intervals: every count the reports are consistent with, the variance"
+    " taken at that count, with a continuity correction",
+    "normal": "normal intervals: the count ± z standard errors",
+}
 
 
 def _models(ctx: PanelContext) -> list[NaiveBayesModel]:
@@ -40,6 +45,7 @@ def _view(ctx: PanelContext, model_id: str, extra: dict[str, Any]) -> PanelView:
         "repairs": REPAIRS,
         "record_names": ctx.config.record_names,
         "label": ctx.config.label.name if ctx.config.label else "",
+        "count_intervals": COUNT_INTERVALS,
         **extra,
     }
     return PanelView("panels/naive_bayes.html", context)

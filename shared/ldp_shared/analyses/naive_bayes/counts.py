@@ -12,6 +12,17 @@ statistics hold, per feature, the counters of the ``d_j·k`` joint cells
    ``n_j·sqrt(Var f̂)``, ``Var f̂ = [f p(1-p) + (1-f) q(1-q)] / (n_j (p-q)²)``.
 2. Class counts. ``N̂(c) = n·π̂(c)``, ``π̂`` the class distribution combined over the
    features (:func:`ldp_shared.analyses.joint.label_estimate`).
+
+Intervals. Each count is ``m·f̂`` for a frequency ``f̂`` (``m = n_j`` for a joint count,
+``n`` for a class count) whose variance is a quadratic ``V(f)`` of the true frequency
+(:class:`~ldp_shared.intervals.VarianceCurve`: one cell of the kernel for ``N̂_j(v, c)``,
+the label's combination for ``N̂(c)``). The released interval is the frequency's
+continuity-corrected score interval (Wilson-type, :func:`~ldp_shared.intervals.score_bounds`,
+half a report of correction) times ``m``: the counts ``m·f`` that the test
+``|f̂ − f| − h ≤ z·√V(f)`` accepts, within [0, m] (or wholly outside it where the test
+rejects every count in [0, m], as for frequencies). Without noise (``p = 1``, ``q = 0``)
+``V = 0`` and the interval is the exact count ± ½ (the correction alone). The
+intervals are released only: repair, smoothing and prediction never read them.
 """
 
 from __future__ import annotations
@@ -23,15 +34,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from ldp_shared.analyses.joint import (
+    FeatureChannel,
     Sums,
     attribute_reports,
     attribute_sums,
-    sampling_variance,
-    sum_variance,
+    label_curve,
 )
 from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
-from ldp_shared.kernel import FloatArray, frequency_variance
+from ldp_shared.intervals import VarianceCurve, score_bounds
+from ldp_shared.kernel import FloatArray, report_step
+
+
+def score_count_bounds(
+    counts: FloatArray, m: int, curve: VarianceCurve, step: float, z: float
+) -> tuple[FloatArray, FloatArray]:
+    """The score interval of a count ``m·f̂`` (module docstring): ``m`` times that of
+    ``f̂`` with variance ``curve`` and half of ``step``, the move of ``f̂`` by one report."""
+    low, high = score_bounds(counts / m, curve, z, step / 2.0)
+    return m * low, m * high
 
 
 @dataclass(frozen=True)
@@ -47,6 +68,16 @@ class FeatureCounts:
     n_reports: int
     counts: FloatArray
     stderr: FloatArray
+
+    @property
+    def curve(self) -> VarianceCurve:
+        """``Var f̂(v, c)`` as a function of the cell's true frequency among the ``n_j``."""
+        return VarianceCurve.bit_sum(self.n_reports, self.p, self.q)
+
+    def score_interval(self, z: float) -> tuple[FloatArray, FloatArray]:
+        """The counts' score intervals at the normal quantile ``z`` (module docstring)."""
+        step = report_step(self.n_reports, self.p, self.q)
+        return score_count_bounds(self.counts, self.n_reports, self.curve, step, z)
 
 
 def counts_from_sums(
@@ -66,7 +97,7 @@ def counts_from_sums(
     d = len(values)
     s = np.asarray(sums, dtype=np.float64).reshape(d, k).T
     counts = (s - n_reports * q) / (p - q)
-    variance = frequency_variance(counts / n_reports, n_reports, p, q)
+    variance = VarianceCurve.bit_sum(n_reports, p, q)(counts / n_reports)
     return FeatureCounts(
         name=name,
         values=list(values),
@@ -118,11 +149,18 @@ def _counts_of(attribute: AttributeConfig, n_j: int, sums: FloatArray) -> Featur
 
 @dataclass(frozen=True)
 class ClassCounts:
-    """``N̂(c)`` over all ``n`` reports and its standard error."""
+    """``N̂(c)`` over all ``n`` reports, its standard error, and the variance curve of
+    ``π̂(c) = N̂(c)/n`` with the move of ``π̂`` by one report (for the intervals)."""
 
     counts: FloatArray
     stderr: FloatArray
     n_reports: int
+    curve: VarianceCurve
+    step: float
+
+    def score_interval(self, z: float) -> tuple[FloatArray, FloatArray]:
+        """The counts' score intervals at the normal quantile ``z`` (module docstring)."""
+        return score_count_bounds(self.counts, self.n_reports, self.curve, self.step, z)
 
 
 def class_counts(features: Sequence[FeatureCounts], n: int, weights: FloatArray) -> ClassCounts:
@@ -131,9 +169,7 @@ def class_counts(features: Sequence[FeatureCounts], n: int, weights: FloatArray)
     pi = np.zeros(k)
     for w, f in zip(weights, features, strict=True):
         pi += w * f.counts.sum(axis=1) / f.n_reports
-    variance = np.zeros(k)
-    for w, f in zip(weights, features, strict=True):
-        d = f.counts.shape[1]
-        v = sum_variance(pi, d, f.n_reports, f.p, f.q) + sampling_variance(pi, f.n_reports, n)
-        variance += w**2 * v
-    return ClassCounts(counts=n * pi, stderr=n * np.sqrt(variance), n_reports=n)
+    channels = [FeatureChannel(f.n_reports, f.counts.shape[1], f.p, f.q) for f in features]
+    curve, step = label_curve(weights, channels, n)
+    stderr = n * np.sqrt(curve(pi))
+    return ClassCounts(counts=n * pi, stderr=stderr, n_reports=n, curve=curve, step=step)

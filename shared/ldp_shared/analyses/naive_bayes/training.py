@@ -15,7 +15,9 @@ by being estimated at exactly 0 nor stay negative. Without noise (``p = 1``, ``q
 
 :func:`fit_collection` trains from a label collection's statistics; :func:`describe`
 gives the released :class:`~ldp_shared.wire.NaiveBayesModel` (counts, standard errors,
-intervals, smoothed counts, probabilities); :func:`build_model` does both.
+score intervals of the counts as in :mod:`.counts`, smoothed counts, probabilities);
+:func:`build_model` does both. The intervals are released only: the smoothing and the
+probabilities use the counts and standard errors alone.
 """
 
 from __future__ import annotations
@@ -177,6 +179,7 @@ def describe(
     for f, smoothed, log_prob in zip(
         trained.features, trained.smoothed, trained.log_prob, strict=True
     ):
+        low, high = f.score_interval(z)
         features.append(
             NaiveBayesFeature(
                 name=f.name,
@@ -188,8 +191,8 @@ def describe(
                 n_reports=f.n_reports,
                 counts=_rows(f.counts),
                 stderr=_rows(f.stderr),
-                ci_low=_rows(f.counts - z * f.stderr),
-                ci_high=_rows(f.counts + z * f.stderr),
+                ci_low=_rows(low),
+                ci_high=_rows(high),
                 negative_counts=int(np.sum(f.counts < 0.0)),
                 smoothed_counts=_rows(smoothed),
                 probabilities=_rows(np.exp(log_prob)),
@@ -197,6 +200,7 @@ def describe(
             )
         )
     totals = trained.classes_counts
+    class_low, class_high = totals.score_interval(z)
     return NaiveBayesModel(
         id=model_id,
         collection=config.name,
@@ -208,10 +212,11 @@ def describe(
         epsilon=epsilon,
         budget="sample" if config.spec.budget == "sample" else "split",
         confidence=request.confidence,
+        interval="score",
         class_counts=totals.counts.tolist(),
         class_counts_stderr=totals.stderr.tolist(),
-        class_counts_ci_low=(totals.counts - z * totals.stderr).tolist(),
-        class_counts_ci_high=(totals.counts + z * totals.stderr).tolist(),
+        class_counts_ci_low=class_low.tolist(),
+        class_counts_ci_high=class_high.tolist(),
         class_smoothed_counts=trained.smoothed_class_counts.tolist(),
         class_prior=np.exp(trained.class_log_prior).tolist(),
         class_log_prior=trained.class_log_prior.tolist(),

@@ -106,11 +106,13 @@ def test_model_states_its_inputs(noisy_model: nb.NaiveBayesModel) -> None:
         assert f.negative_counts == int((counts < 0).sum())
         np.testing.assert_allclose(np.asarray(f.probabilities).sum(axis=1), 1.0, rtol=1e-12)
         assert np.all(np.asarray(f.smoothed_counts) >= 1.0)  # repaired ≥ 0, plus α = 1
-        np.testing.assert_allclose(
-            np.asarray(f.ci_high) - np.asarray(f.ci_low),
-            2 * 1.959963984540054 * np.asarray(f.stderr),
-            rtol=1e-9,
-        )
+        low, high = np.asarray(f.ci_low), np.asarray(f.ci_high)
+        # within [0, n_j], or wholly outside where the test rejects every count there
+        within = (low >= 0.0) & (high <= f.n_reports)
+        assert np.all((low <= high) & (within | (high < 0.0) | (low > f.n_reports)))
+        inside = (counts >= 0.0) & (counts <= f.n_reports)
+        assert np.all((low <= counts) & (counts <= high) | ~inside)
+    assert m.interval == "score"
     assert sum(m.class_prior) == pytest.approx(1.0, rel=1e-12)
 
 
@@ -122,6 +124,9 @@ def test_class_counts_agree_with_the_label_frequencies() -> None:
     label = label_estimate(config, n, sums)
     np.testing.assert_allclose(fitted.classes_counts.counts, n * label.estimate, rtol=1e-12)
     np.testing.assert_allclose(fitted.classes_counts.stderr, n * label.stderr, rtol=1e-12)
+    low, high = fitted.classes_counts.score_interval(1.959963984540054)
+    np.testing.assert_allclose(low, n * label.ci_low, rtol=1e-12)
+    np.testing.assert_allclose(high, n * label.ci_high, rtol=1e-12)
     assert label_weights(config, n, sums).sum() == pytest.approx(1.0)
 
 
@@ -137,3 +142,11 @@ def test_training_needs_a_label_and_enough_reports() -> None:
     sampled = build_config(car_spec("sample"))
     with pytest.raises(InsufficientReportsError, match="no report has carried"):
         nb.fit_collection(sampled, 500, np.zeros(sampled.stats_length, dtype=np.int64))
+
+
+def test_models_stored_before_score_intervals_read_as_normal(
+    noisy_model: nb.NaiveBayesModel,
+) -> None:
+    stored = noisy_model.model_dump(mode="json")
+    del stored["interval"]
+    assert nb.NaiveBayesModel.model_validate(stored).interval == "normal"
