@@ -13,8 +13,10 @@ import secrets
 from collections.abc import Mapping, Sequence
 from datetime import date
 
+from pydantic import ValidationError
 from sqlalchemy import Engine
 
+from ldp_aggregator.release import carried_reports, require_reports
 from ldp_aggregator.storage.collections import StoredCollection, utc_today
 from ldp_aggregator.storage.models import insert_model, list_model_ids, load_model_json
 from ldp_aggregator.storage.stats import read_stats
@@ -42,9 +44,12 @@ def train_model(
 ) -> NaiveBayesModel:
     """Train from the collection's statistics and store the model; returns it with its id.
 
-    :class:`~ldp_shared.errors.InvalidQueryError` for a collection without a label,
-    :class:`~ldp_shared.errors.InsufficientReportsError` below the release minimum (or
-    while a feature has no report). Nothing is stored on error.
+    :class:`~ldp_shared.errors.InvalidQueryError` for a collection without a label or a
+    model with a number that is not finite; :class:`~ldp_shared.errors.InsufficientReportsError`
+    below the release minimum, of all reports and, under the ``sample`` budget, of the
+    ``n_j`` reports that carried each feature (the rule of ``GET .../frequencies``: the
+    model's joint counts summed over the classes are a feature's frequencies). Nothing is
+    stored on error.
     """
     config = collection.config
     nb.require_label(config)
@@ -53,6 +58,9 @@ def train_model(
         stats = read_stats(
             connection, collection.id, config.stats_length, config.float_stats_length
         )
+        require_reports(config, stats)
+        for feature in config.features:
+            carried_reports(config, feature, stats)
         model = nb.build_model(
             config,
             stats.n_reports,
@@ -82,6 +90,21 @@ def get_model(engine: Engine, collection: StoredCollection, model_id: str) -> Na
 def model_ids(engine: Engine, collection: StoredCollection) -> list[str]:
     """The ids of the collection's naive Bayes models."""
     return list_model_ids(engine, collection.id, KIND)
+
+
+def readable_models(
+    engine: Engine, collection: StoredCollection
+) -> tuple[list[NaiveBayesModel], list[str]]:
+    """The collection's models that can be read back, and the ids of those that cannot
+    (stored before training refused numbers JSON cannot carry: their ``null`` fails the
+    model's schema), so that one such model does not hide the others."""
+    readable, unreadable = [], []
+    for model_id in model_ids(engine, collection):
+        try:
+            readable.append(get_model(engine, collection, model_id))
+        except ValidationError:
+            unreadable.append(model_id)
+    return readable, unreadable
 
 
 def predict(

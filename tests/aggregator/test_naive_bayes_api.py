@@ -181,6 +181,67 @@ def test_training_options_are_validated(client: TestClient, engine: Engine) -> N
     assert stored_models(engine) == 0
 
 
+def test_alpha_is_bounded_where_float64_stops_counting_reports(
+    client: TestClient, engine: Engine
+) -> None:
+    """α = 1.7e308 once trained a model whose sums overflowed: null log_prob, stored, and
+    every later read of it a 500. 2^53 is the bound the schema states; it still works."""
+    config = create(client, budget="split")
+    upload(client, config, CAR.records)
+    for alpha in (1.7e308, 2.0**53 * (1 + 2**-52), 1e300):
+        detail = problem(
+            client.post(BASE, json={"alpha": alpha}, headers=ANALYST), 422, "invalid-request"
+        )
+        assert detail == "body.alpha: Input should be less than or equal to 9007199254740992"
+    assert stored_models(engine) == 0
+    largest = client.post(BASE, json={"alpha": 2**53}, headers=ANALYST)
+    assert largest.status_code == 201, largest.text
+    read = client.get(largest.headers["location"], headers=ANALYST)
+    assert read.status_code == 200
+    model = NaiveBayesModel.model_validate(read.json())
+    assert all(np.all(np.isfinite(f.log_prob)) for f in model.features)
+    probabilities = np.array(model.features[0].probabilities)
+    assert np.allclose(probabilities, 1 / len(model.features[0].values), atol=1e-9)
+
+
+def test_a_model_with_a_number_json_cannot_carry_is_refused_and_not_stored(
+    client: TestClient, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever makes a number infinite, the model is refused before it is stored."""
+    config = create(client, budget="split")
+    upload(client, config, CAR.records)
+    describe = nb.training.describe
+
+    def overflowing(*args: Any, **kwargs: Any) -> NaiveBayesModel:
+        model = describe(*args, **kwargs)
+        model.features[2].log_prob[1][0] = float("-inf")
+        return model
+
+    monkeypatch.setattr(nb.training, "describe", overflowing)
+    detail = problem(client.post(BASE, json={}, headers=ANALYST), 422, "invalid-query")
+    assert "model.features[2].log_prob[1][0]" in detail and "nothing was stored" in detail
+    assert stored_models(engine) == 0
+
+
+def test_a_feature_below_the_release_minimum_trains_no_model(
+    client: TestClient, engine: Engine
+) -> None:
+    """Budget 'sample': the joint counts of a feature summed over the classes are its
+    frequencies, so the model is refused where those are (the same problem, word for word)."""
+    config = create(client, min_reports=1000)
+    upload(client, config, CAR.records * 2)  # 3,456 reports, about 576 per feature
+    refused = {}
+    for feature in FEATURES:
+        response = client.get(
+            "/v1/collections/car-nb/frequencies", params={"attribute": feature}, headers=ANALYST
+        )
+        refused[feature] = problem(response, 409, "insufficient-reports")
+    detail = problem(client.post(BASE, json={}, headers=ANALYST), 409, "insufficient-reports")
+    assert detail == refused[FEATURES[0]]
+    assert "was carried by" in detail and "needs at least 1000" in detail
+    assert stored_models(engine) == 0
+
+
 def test_a_label_that_is_not_categorical_is_refused(client: TestClient) -> None:
     spec = nb_spec()
     spec["attributes"].append(

@@ -10,10 +10,12 @@ from pydantic import ValidationError
 
 from ldp_shared.errors import InvalidReportError
 from ldp_shared.wire import (
+    COUNT_REPAIRS,
     MAX_BATCH,
     REPORT_ID_PATTERN,
     BatchResult,
     FrequencyResult,
+    NaiveBayesTrainRequest,
     Report,
     ReportBatch,
     ReportOutcome,
@@ -105,3 +107,19 @@ def test_outcomes_and_results_forbid_extra_fields() -> None:
         )
     assert "postprocessed" in FrequencyResult.model_fields
     assert FrequencyResult.model_config.get("extra") == "forbid"
+
+
+def test_naive_bayes_alpha_stops_where_float64_stops_counting_one_report() -> None:
+    bound = NaiveBayesTrainRequest.model_json_schema()["properties"]["alpha"]
+    assert bound["minimum"] == 0 and bound["maximum"] == 2.0**53
+    assert 2.0**53 + 1 == 2.0**53  # one report's count is lost at the bound
+    assert NaiveBayesTrainRequest(alpha=2.0**53).alpha == 2.0**53
+    for refused in (2.0**53 + 2, 1.7e308, float("inf"), float("nan"), -1.0):
+        with pytest.raises(ValidationError):
+            NaiveBayesTrainRequest(alpha=refused)
+
+
+def test_the_count_repairs_are_the_members_of_the_wire_type() -> None:
+    assert COUNT_REPAIRS == ("posterior-mean", "clamp", "norm-sub")
+    for repair in COUNT_REPAIRS:
+        assert NaiveBayesTrainRequest(repair=repair).repair == repair

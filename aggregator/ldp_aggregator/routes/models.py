@@ -46,8 +46,9 @@ def train_naive_bayes(
 
     Returns class priors, conditional probability tables, the raw joint counts with
     their standard errors, the number of reports, ε and the smoothing applied. 409
-    `insufficient-reports` below the release minimum; 422 `invalid-query` for a
-    collection without a label.
+    `insufficient-reports` below the release minimum (under the `sample` budget also of
+    the reports that carried any feature, as `GET .../frequencies`); 422 `invalid-query`
+    for a collection without a label or a model with a number that is not finite.
     """
     state = app_state(request)
     collection = state.collections.get(name)

@@ -20,6 +20,9 @@ CAR = load_car()
 SURVEY_REPORTS = 400
 WAITING_REPORTS = 37
 WAITING_MINIMUM = 100
+CAR_MINIMUM = 500
+"""Below the fewest reports (557) that carry one feature of ``car-nb``: under the
+``sample`` budget a feature's frequencies, and so its model, need that many."""
 
 
 class Poster(Protocol):
@@ -47,7 +50,7 @@ def populate(client: Poster) -> None:
     ``waiting`` (37 of its 100 required reports)."""
     survey = _create(client, spec_payload(description="A survey of colours, ages and baskets"))
     _upload(client, survey, make_records(SURVEY_REPORTS, seed=3))
-    car = _create(client, nb_spec(min_reports=1000))
+    car = _create(client, nb_spec(min_reports=CAR_MINIMUM))
     _upload(client, car, CAR.records * 2)
     waiting = _create(client, spec_payload(name="waiting", min_reports=WAITING_MINIMUM))
     _upload(client, waiting, make_records(WAITING_REPORTS, seed=4))

@@ -13,15 +13,15 @@ import csv
 import io
 from typing import Any
 
+from pydantic import ValidationError
 from starlette.datastructures import FormData, UploadFile
 
 from ldp_aggregator import naive_bayes
 from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView, Redirect
 from ldp_aggregator.ui.states import problem_view
 from ldp_shared.errors import InvalidQueryError, LDPError
-from ldp_shared.wire import MAX_PREDICT_RECORDS, NaiveBayesModel, NaiveBayesTrainRequest
+from ldp_shared.wire import COUNT_REPAIRS, MAX_PREDICT_RECORDS, NaiveBayesTrainRequest
 
-REPAIRS = ("posterior-mean", "clamp")
 FIX_THE_FILE = "Correct the file and upload it again; nothing of this one was kept."
 COUNT_INTERVALS = {
     "score": "score intervals: every count the reports are consistent with, the variance"
@@ -30,25 +30,23 @@ COUNT_INTERVALS = {
 }
 
 
-def _models(ctx: PanelContext) -> list[NaiveBayesModel]:
-    ids = naive_bayes.model_ids(ctx.state.engine, ctx.collection)
-    models = [naive_bayes.get_model(ctx.state.engine, ctx.collection, i) for i in ids]
-    return sorted(models, key=lambda m: (m.created_day, m.n_reports), reverse=True)
-
-
-def _view(ctx: PanelContext, model_id: str, extra: dict[str, Any]) -> PanelView:
-    models = _models(ctx)
+def _view(
+    ctx: PanelContext, model_id: str, extra: dict[str, Any], status_code: int = 200
+) -> PanelView:
+    found, unreadable = naive_bayes.readable_models(ctx.state.engine, ctx.collection)
+    models = sorted(found, key=lambda m: (m.created_day, m.n_reports), reverse=True)
     chosen = next((m for m in models if m.id == model_id), models[0] if models else None)
     context = {
         "models": models,
+        "unreadable": unreadable,
         "model": chosen,
-        "repairs": REPAIRS,
+        "repairs": COUNT_REPAIRS,
         "record_names": ctx.config.record_names,
         "label": ctx.config.label.name if ctx.config.label else "",
         "count_intervals": COUNT_INTERVALS,
         **extra,
     }
-    return PanelView("panels/naive_bayes.html", context)
+    return PanelView("panels/naive_bayes.html", context, status_code=status_code)
 
 
 def view(ctx: PanelContext) -> PanelView:
@@ -61,11 +59,22 @@ def train(ctx: PanelContext, form: FormData) -> PanelView | Redirect:
         alpha = float(str(form.get("alpha", "1")))
     except ValueError:
         raise InvalidQueryError("alpha must be a number, e.g. 1") from None
-    if repair not in REPAIRS:
-        raise InvalidQueryError(f"repair must be one of {', '.join(REPAIRS)}")
-    request = NaiveBayesTrainRequest(alpha=alpha, repair=repair)
+    if repair not in COUNT_REPAIRS:
+        raise InvalidQueryError(f"repair must be one of {', '.join(COUNT_REPAIRS)}")
+    try:
+        request = NaiveBayesTrainRequest(alpha=alpha, repair=repair)
+    except ValidationError as error:
+        raise InvalidQueryError(_first_problem(error)) from None
     model = naive_bayes.train_model(ctx.state.engine, ctx.collection, request)
     return Redirect(ctx.url("naive-bayes", model=model.id))
+
+
+def _first_problem(error: ValidationError) -> str:
+    """One line for a refused form field, e.g. "alpha: Input should be greater than or
+    equal to 0" (the bounds the API's schema states)."""
+    first = error.errors(include_url=False)[0]
+    field = ".".join(str(part) for part in first["loc"])
+    return f"{field}: {first['msg']}" if field else str(first["msg"])
 
 
 def read_labelled_csv(
@@ -115,8 +124,9 @@ def evaluate(ctx: PanelContext, form: FormData) -> PanelView | Redirect:
             answer = naive_bayes.predict(ctx.state.engine, ctx.collection, model_id, chunk)
             predicted.extend(p.predicted for p in answer.predictions)
     except LDPError as error:
-        problem = {**problem_view(ctx, error).context, "next_step": FIX_THE_FILE}
-        return _view(ctx, model_id, {"evaluation_problem": problem})
+        refused = problem_view(ctx, error)
+        problem = {**refused.context, "next_step": FIX_THE_FILE}
+        return _view(ctx, model_id, {"evaluation_problem": problem}, refused.status_code)
     index = {c: i for i, c in enumerate(model.classes)}
     confusion = [[0] * len(model.classes) for _ in model.classes]
     for truth, guess in zip(labels, predicted, strict=True):

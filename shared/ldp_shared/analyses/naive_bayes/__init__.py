@@ -12,7 +12,8 @@ the order of the steps:
 * Step 3, :mod:`.repair`: negative and noisy counts repaired to their posterior mean
   (or clamped); the :data:`FLOOR` and the rule stated in every model.
 * Steps 3 and 4, :mod:`.training`: additive smoothing, the probabilities, and the model
-  as released (:func:`fit_collection`, :func:`describe`, :func:`build_model`).
+  as released (:func:`fit_collection`, :func:`describe`, :func:`build_model`), never
+  with a number JSON cannot carry (:func:`require_finite`).
 * Step 5, :mod:`.prediction`: classifying the analyst's records (:func:`predict`).
 
 :mod:`.export` turns a model into a fitted scikit-learn ``CategoricalNB``;
@@ -50,6 +51,7 @@ from ldp_shared.analyses.naive_bayes.training import (
     describe,
     fit,
     fit_collection,
+    require_finite,
 )
 from ldp_shared.wire import NaiveBayesModel
 
@@ -76,6 +78,7 @@ __all__ = [
     "predict",
     "predict_proba",
     "repair_counts",
+    "require_finite",
     "require_label",
     "smoothing_rule",
     "to_categorical_nb",

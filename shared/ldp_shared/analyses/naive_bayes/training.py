@@ -23,7 +23,7 @@ probabilities use the counts and standard errors alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +46,7 @@ from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.kernel import FloatArray, z_value
 from ldp_shared.wire import (
+    MAX_ALPHA,
     CountRepair,
     NaiveBayesFeature,
     NaiveBayesModel,
@@ -78,8 +79,8 @@ def fit(
     repair: CountRepair = "posterior-mean",
 ) -> NaiveBayesFit:
     """Repair, smooth and take logarithms (steps 3 and 4 of the module docstring)."""
-    if not (math.isfinite(alpha) and alpha >= 0.0):
-        raise InvalidQueryError(f"alpha must be a finite number >= 0, got {alpha!r}")
+    if not (math.isfinite(alpha) and 0.0 <= alpha <= MAX_ALPHA):
+        raise InvalidQueryError(f"alpha must be a number from 0 to 2^53, got {alpha!r}")
     smoothed: list[FloatArray] = []
     log_prob: list[FloatArray] = []
     if repair == "norm-sub":
@@ -151,7 +152,7 @@ def build_model(
 ) -> NaiveBayesModel:
     """Train and describe the model as released (counts, standard errors, smoothing)."""
     trained = fit_collection(config, n, sums, alpha=request.alpha, repair=request.repair)
-    return describe(
+    model = describe(
         config,
         trained,
         n,
@@ -160,6 +161,39 @@ def build_model(
         created_day=created_day,
         epsilon=config.epsilon,
     )
+    require_finite(model)
+    return model
+
+
+def _first_non_finite(value: object, where: str) -> str | None:
+    """The path of the first number in ``value`` that is not finite (``None``: all are)."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else where
+    if isinstance(value, dict):
+        items: Iterable[tuple[str, object]] = ((f"{where}.{k}", v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for path, item in items:
+        found = _first_non_finite(item, path)
+        if found is not None:
+            return found
+    return None
+
+
+def require_finite(model: NaiveBayesModel) -> None:
+    """:class:`InvalidQueryError` if a number of the model is infinite or NaN.
+
+    JSON has no such numbers (they would be written as ``null``), so a model holding one
+    could be neither answered as stated nor read back once stored.
+    """
+    found = _first_non_finite(model.model_dump(), "model")
+    if found is not None:
+        raise InvalidQueryError(
+            f"training gave a number that is not finite ({found}, alpha={model.smoothing.alpha!r});"
+            " nothing was stored: train again with a smaller alpha"
+        )
 
 
 def describe(

@@ -150,3 +150,30 @@ def test_models_stored_before_score_intervals_read_as_normal(
     stored = noisy_model.model_dump(mode="json")
     del stored["interval"]
     assert nb.NaiveBayesModel.model_validate(stored).interval == "normal"
+
+
+def test_a_model_with_a_number_that_is_not_finite_is_refused(
+    noisy_model: nb.NaiveBayesModel,
+) -> None:
+    nb.require_finite(noisy_model)
+    for bad in (float("inf"), float("-inf"), float("nan")):
+        broken = noisy_model.model_copy(deep=True)
+        broken.features[3].log_prob[0][1] = bad
+        with pytest.raises(InvalidQueryError, match=r"features\[3\]\.log_prob\[0\]\[1\]"):
+            nb.require_finite(broken)
+    prior = noisy_model.model_copy(deep=True)
+    prior.class_prior[2] = float("nan")
+    with pytest.raises(InvalidQueryError, match=r"model\.class_prior\[2\]"):
+        nb.require_finite(prior)
+
+
+def test_fit_refuses_an_alpha_beyond_the_wire_bound() -> None:
+    """The sums of a table overflowed at α = 1.7e308 (log_prob -inf, probabilities 0)."""
+    config = build_config(car_spec("split", epsilon=3.0))
+    reports = Privatizer(config).privatize_many(CAR.records, seeded_rng(5))
+    n, sums = len(reports), decode_reports(config, reports).sums
+    largest = nb.fit_collection(config, n, sums, alpha=2.0**53)
+    assert all(np.all(np.isfinite(table)) for table in largest.log_prob)
+    for alpha in (2.0**53 + 2, 1.7e308):
+        with pytest.raises(InvalidQueryError, match="alpha must be a number from 0 to 2"):
+            nb.fit_collection(config, n, sums, alpha=alpha)
