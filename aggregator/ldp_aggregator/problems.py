@@ -43,6 +43,7 @@ from ldp_shared.errors import (
     ReportRejectedError,
     StorageFullError,
     TransportError,
+    UnsupportedMediaTypeError,
     problem_type,
 )
 
@@ -60,6 +61,7 @@ HTTP_STATUS: dict[type[LDPError], int] = {
     AuthenticationError: 401,
     PermissionDeniedError: 403,
     PayloadTooLargeError: 413,
+    UnsupportedMediaTypeError: 415,
     MalformedRequestError: 400,
     InvalidRequestError: 422,
     TransportError: 503,
