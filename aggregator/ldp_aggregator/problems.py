@@ -46,6 +46,7 @@ from ldp_shared.errors import (
     UnsupportedMediaTypeError,
     problem_type,
 )
+from ldp_shared.validation import one_line, readable
 
 logger = logging.getLogger("ldp_aggregator")
 
@@ -157,21 +158,11 @@ def body_validation_problem(error: type[LDPError]) -> Callable[[F], F]:
     return mark
 
 
-PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
-"""What pydantic puts before the message of a validator's ``ValueError`` (dropped)."""
-
-
-def _readable(message: str) -> str:
-    for prefix in PYDANTIC_PREFIXES:
-        message = message.removeprefix(prefix)
-    return message
-
-
 def _validation_errors(raw: Sequence[Any]) -> list[ProblemDetailError]:
     return [
         ProblemDetailError(
             loc=[part if isinstance(part, int) else str(part) for part in item.get("loc", ())],
-            msg=_readable(str(item.get("msg", "invalid"))),
+            msg=readable(str(item.get("msg", "invalid"))),
         )
         for item in raw
     ]
@@ -208,10 +199,7 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
     marked = getattr(endpoint, _VALIDATION_PROBLEM_ATTR, None)
     if marked is not None and all(e.loc[:1] == ["body"] for e in errors):
         error_class = marked
-    summary = "; ".join(f"{'.'.join(map(str, e.loc))}: {e.msg}" for e in errors[:5])
-    if len(errors) > 5:
-        summary += f"; and {len(errors) - 5} more"
-    return error_response(error_class, summary, errors)
+    return error_response(error_class, one_line(raw), errors)
 
 
 async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:

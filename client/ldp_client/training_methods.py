@@ -25,6 +25,7 @@ from ldp_shared.training_wire import (
     TrainingJob,
     TrainingSpec,
 )
+from ldp_shared.validation import validated
 
 __all__ = ["TrainingMethods"]
 
@@ -130,7 +131,6 @@ class TrainingMethods:
 
 
 def _spec(values: Mapping[str, Any]) -> TrainingSpec:
-    try:
-        return TrainingSpec.model_validate(dict(values))
-    except ValueError as exc:
-        raise InvalidQueryError(f"invalid training spec: {exc}") from None
+    if not isinstance(values, Mapping):
+        raise InvalidQueryError("a training spec must be a TrainingSpec or a mapping")
+    return validated(TrainingSpec, dict(values), InvalidQueryError, "training spec")

@@ -26,6 +26,7 @@ from ldp_shared.training_wire import (
     TrainingJob,
     TrainingSpec,
 )
+from ldp_shared.validation import validated
 
 __all__ = ["AsyncTrainingMethods"]
 
@@ -131,7 +132,6 @@ class AsyncTrainingMethods:
 
 
 def _spec(values: Mapping[str, Any]) -> TrainingSpec:
-    try:
-        return TrainingSpec.model_validate(dict(values))
-    except ValueError as exc:
-        raise InvalidQueryError(f"invalid training spec: {exc}") from None
+    if not isinstance(values, Mapping):
+        raise InvalidQueryError("a training spec must be a TrainingSpec or a mapping")
+    return validated(TrainingSpec, dict(values), InvalidQueryError, "training spec")
