@@ -202,6 +202,11 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
     return error_response(error_class, one_line(raw), errors)
 
 
+READABLE_JSON_DEPTH = 500
+"""Nesting of arrays and objects every body is read with (a test holds it): deeper bodies
+may pass Python's recursion limit in its JSON reader."""
+
+
 async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     headers = dict(exc.headers) if exc.headers else None
@@ -210,10 +215,16 @@ async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:
             NotFoundError, f"nothing at {request.method} {request.url.path}", headers=headers
         )
     if exc.status_code == 400:
-        # FastAPI's answer to a body it cannot read at all (e.g. not UTF-8)
-        return error_response(
-            MalformedRequestError, "the body is not valid JSON text", headers=headers
-        )
+        # FastAPI's answer to a body it cannot read at all: not UTF-8, or nested deeper
+        # than Python's JSON reader recurses (it raises RecursionError)
+        detail = "the body is not valid JSON text"
+        if isinstance(exc.__cause__, RecursionError):
+            detail = (
+                "the body's JSON nests arrays and objects too deeply to be read: the"
+                f" aggregator reads up to {READABLE_JSON_DEPTH} levels (this API's bodies nest a"
+                " few levels)"
+            )
+        return error_response(MalformedRequestError, detail, headers=headers)
     try:
         phrase = HTTPStatus(exc.status_code).phrase
     except ValueError:
