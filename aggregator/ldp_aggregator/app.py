@@ -7,10 +7,11 @@ from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 
 from anyio import to_thread
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from ldp_aggregator.deps import AppState
 from ldp_aggregator.limits import BodySizeLimitMiddleware
+from ldp_aggregator.media_types import require_json_media_type
 from ldp_aggregator.metrics import Metrics, MetricsMiddleware, count_database_errors
 from ldp_aggregator.openapi import document_truthfully
 from ldp_aggregator.problems import install_problem_handlers
@@ -77,6 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=_version(),
         description=DESCRIPTION,
         lifespan=lifespan,
+        dependencies=[Depends(require_json_media_type)],  # 415 for a JSON route's non-JSON body
         docs_url=None,  # served by install_dashboard from local files, not a CDN
         redoc_url=None,  # ReDoc would load from a CDN: not served
     )

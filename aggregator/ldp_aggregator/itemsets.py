@@ -161,10 +161,16 @@ def basket_attribute(config: CollectionConfig, name: str | None) -> AttributeCon
     """The MASK attribute ``name`` (or the only one when ``name`` is ``None``)."""
     baskets = [a for a in config.attributes if config.spec_of(a).is_basket]
     if name is None:
-        if len(baskets) != 1:
+        if not baskets:
+            used = ", ".join(f"{a.name} ({a.mechanism})" for a in config.attributes)
             raise InvalidQueryError(
-                f"collection {config.name!r} has {len(baskets)} MASK attributes; name one"
-                + (f" of {', '.join(a.name for a in baskets)}" if baskets else "")
+                f"collection {config.name!r} has no MASK attribute, so no itemsets can be"
+                f" mined from it; its attributes are {used}"
+            )
+        if len(baskets) > 1:
+            raise InvalidQueryError(
+                f"collection {config.name!r} has {len(baskets)} MASK attributes; name one of"
+                f" {', '.join(a.name for a in baskets)}"
             )
         return baskets[0]
     for attribute in config.attributes:

@@ -40,9 +40,7 @@ class BodySizeLimitMiddleware:
             chunk = message.get("body", b"")
             total += len(chunk)
             if total > self.max_body_bytes:
-                await self._refuse(
-                    scope, receive, send, f"more than {total - len(chunk)} bytes sent"
-                )
+                await self._refuse(scope, receive, send, f"{total} bytes received so far")
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):

@@ -1,10 +1,12 @@
 """The app's OpenAPI document, made to say what the app does.
 
-FastAPI derives the document from the routes; three things it cannot know are set
+FastAPI derives the document from the routes; four things it cannot know are set
 right here, once, when the document is first asked for:
 
 - error answers are ``application/problem+json`` only (FastAPI also lists
   ``application/json`` for any response with a model);
+- every route with a JSON body may answer ``415 unsupported-media-type``
+  (:mod:`ldp_aggregator.media_types`, a dependency of the whole app);
 - ``/metrics`` needs no token when no metrics token is configured (its dependency
   declares the bearer scheme either way);
 - numbers whose range the code checks itself state it as schema bounds
@@ -21,6 +23,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from ldp_aggregator.deps import AppState
+from ldp_aggregator.media_types import document_415
 from ldp_aggregator.problems import PROBLEM_MEDIA_TYPE
 
 
@@ -51,6 +54,7 @@ def document_truthfully(app: FastAPI) -> None:
         if app.openapi_schema is None:
             schema = build()
             _problem_media_types_only(schema)
+            document_415(schema)
             state = app.state.ldp
             assert isinstance(state, AppState)
             _open_metrics(schema, state)

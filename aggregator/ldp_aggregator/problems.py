@@ -43,8 +43,10 @@ from ldp_shared.errors import (
     ReportRejectedError,
     StorageFullError,
     TransportError,
+    UnsupportedMediaTypeError,
     problem_type,
 )
+from ldp_shared.validation import one_line, readable
 
 logger = logging.getLogger("ldp_aggregator")
 
@@ -60,6 +62,7 @@ HTTP_STATUS: dict[type[LDPError], int] = {
     AuthenticationError: 401,
     PermissionDeniedError: 403,
     PayloadTooLargeError: 413,
+    UnsupportedMediaTypeError: 415,
     MalformedRequestError: 400,
     InvalidRequestError: 422,
     TransportError: 503,
@@ -155,21 +158,11 @@ def body_validation_problem(error: type[LDPError]) -> Callable[[F], F]:
     return mark
 
 
-PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
-"""What pydantic puts before the message of a validator's ``ValueError`` (dropped)."""
-
-
-def _readable(message: str) -> str:
-    for prefix in PYDANTIC_PREFIXES:
-        message = message.removeprefix(prefix)
-    return message
-
-
 def _validation_errors(raw: Sequence[Any]) -> list[ProblemDetailError]:
     return [
         ProblemDetailError(
             loc=[part if isinstance(part, int) else str(part) for part in item.get("loc", ())],
-            msg=_readable(str(item.get("msg", "invalid"))),
+            msg=readable(str(item.get("msg", "invalid"))),
         )
         for item in raw
     ]
@@ -206,10 +199,12 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
     marked = getattr(endpoint, _VALIDATION_PROBLEM_ATTR, None)
     if marked is not None and all(e.loc[:1] == ["body"] for e in errors):
         error_class = marked
-    summary = "; ".join(f"{'.'.join(map(str, e.loc))}: {e.msg}" for e in errors[:5])
-    if len(errors) > 5:
-        summary += f"; and {len(errors) - 5} more"
-    return error_response(error_class, summary, errors)
+    return error_response(error_class, one_line(raw), errors)
+
+
+READABLE_JSON_DEPTH = 500
+"""Nesting of arrays and objects every body is read with (a test holds it): deeper bodies
+may pass Python's recursion limit in its JSON reader."""
 
 
 async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:
@@ -220,10 +215,16 @@ async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:
             NotFoundError, f"nothing at {request.method} {request.url.path}", headers=headers
         )
     if exc.status_code == 400:
-        # FastAPI's answer to a body it cannot read at all (e.g. not UTF-8)
-        return error_response(
-            MalformedRequestError, "the body is not valid JSON text", headers=headers
-        )
+        # FastAPI's answer to a body it cannot read at all: not UTF-8, or nested deeper
+        # than Python's JSON reader recurses (it raises RecursionError)
+        detail = "the body is not valid JSON text"
+        if isinstance(exc.__cause__, RecursionError):
+            detail = (
+                "the body's JSON nests arrays and objects too deeply to be read: the"
+                f" aggregator reads up to {READABLE_JSON_DEPTH} levels (this API's bodies nest a"
+                " few levels)"
+            )
+        return error_response(MalformedRequestError, detail, headers=headers)
     try:
         phrase = HTTPStatus(exc.status_code).phrase
     except ValueError:

@@ -26,6 +26,7 @@ from ldp_shared.analyses.logistic.training import TrainingPlan, plan_of
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError, NotFoundError
 from ldp_shared.itemset_wire import JobError
 from ldp_shared.learning import device
+from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomizer
 from ldp_shared.mechanisms.lattice import LatticeRandomizer
 from ldp_shared.mechanisms.piecewise import PiecewiseRandomizer
@@ -188,6 +189,14 @@ def read_training_job(engine: Engine, collection: StoredCollection, job_id: str)
     )
 
 
+def job_layout(engine: Engine, collection: StoredCollection, job_id: str) -> FeatureLayout:
+    """The layout of the job's records (what a device needs to check a record before it
+    asks for a place); :class:`NotFoundError` if the collection has no such job."""
+    with engine.connect() as connection:
+        row = job_row(connection, collection, job_id)
+    return TrainingSpec.model_validate_json(row.request_json).layout
+
+
 def trained_model(engine: Engine, collection: StoredCollection, job_id: str) -> TrainedModel:
     """The released model of a finished job (409 ``insufficient-reports`` before)."""
     with engine.connect() as connection:
@@ -215,6 +224,7 @@ __all__ = [
     "JobMechanisms",
     "complete_spec",
     "create_job",
+    "job_layout",
     "job_row",
     "mechanisms_of",
     "progress_text",

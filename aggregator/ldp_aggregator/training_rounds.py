@@ -63,9 +63,16 @@ from ldp_shared.wire import decode_bits
 
 logger = logging.getLogger("ldp_aggregator")
 
-RETRY_SECONDS = 1
-"""``Retry-After`` when every place of the open round is held: held places are answered
-within the round trip of a device, or freed when they expire."""
+
+def held_place_wait(first_issued: int | None, hold_seconds: int, now: int) -> int:
+    """Whole seconds until the first held place of a full round is freed (at least 1).
+
+    A place issued at second ``t`` is held while ``now - hold_seconds <= t``
+    (:func:`issue_participation`), so it is free again at ``t + hold_seconds + 1``.
+    """
+    if first_issued is None:
+        return 1
+    return max(1, first_issued + hold_seconds + 1 - now)
 
 
 def _refuse_if_closed(connection: Connection, collection: StoredCollection) -> None:
@@ -108,7 +115,8 @@ def issue_participation(engine: Engine, collection: StoredCollection, job_id: st
         state = store.read_round(connection, job_id)
         assert state is not None
         now = int(time.time())
-        since = now - math.ceil(spec.participation_seconds)
+        hold = math.ceil(spec.participation_seconds)
+        since = now - hold
         pending = store.pending_tokens(connection, job_id, state.round, since)
         received = {"gradient": state.gradient_received, "loss": state.loss_received}
         free = {
@@ -118,11 +126,15 @@ def issue_participation(engine: Engine, collection: StoredCollection, job_id: st
         total = sum(max(0, n) for n in free.values())
         if total == 0:
             # the places are held by devices computing their reports; the round closes
-            # (and the next opens) as soon as those arrive, or their places expire
+            # (and the next opens) as soon as those arrive, or a place is freed when it
+            # expires: the wait stated is the latter, the longest it can take
+            first = store.first_pending_issue(connection, job_id, state.round, since)
+            wait = held_place_wait(first, hold, now)
             raise RateLimitedError(
                 f"every place of round {state.round} of training job {job_id!r} is held by a"
-                f" device that has not answered yet; try again in {RETRY_SECONDS} s",
-                retry_after=RETRY_SECONDS,
+                f" device that has not answered yet; the first held place is freed in {wait} s"
+                f" (sooner if those devices answer and the round closes)",
+                retry_after=wait,
             )
         role = "gradient" if secrets.randbelow(total) < max(0, free["gradient"]) else "loss"
         issued = store.insert_token(connection, job_id, _hash(token), state.round, role)
@@ -295,4 +307,4 @@ def _model(
     return model.model_dump_json()
 
 
-__all__ = ["RETRY_SECONDS", "accept_report", "issue_participation"]
+__all__ = ["accept_report", "held_place_wait", "issue_participation"]

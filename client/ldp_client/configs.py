@@ -10,21 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
-
 from ldp_shared.collection import FORMAT_VERSION, CollectionConfig, verify_config
 from ldp_shared.errors import ConfigurationError, LDPError
 from ldp_shared.schema import CollectionSpec
+from ldp_shared.validation import validated
 
 __all__ = ["accept_config", "accept_created", "coerce_spec"]
-
-
-def _validation_message(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors():
-        loc = ".".join(str(part) for part in item["loc"])
-        parts.append(f"{loc}: {item['msg']}" if loc else str(item["msg"]))
-    return "; ".join(parts)
 
 
 def coerce_spec(spec: CollectionSpec | Mapping[str, Any]) -> CollectionSpec:
@@ -33,10 +24,7 @@ def coerce_spec(spec: CollectionSpec | Mapping[str, Any]) -> CollectionSpec:
         return spec
     if not isinstance(spec, Mapping):
         raise ConfigurationError("a collection spec must be a CollectionSpec or a mapping")
-    try:
-        return CollectionSpec.model_validate(dict(spec))
-    except ValidationError as error:
-        raise ConfigurationError(f"invalid collection spec: {_validation_message(error)}") from None
+    return validated(CollectionSpec, dict(spec), ConfigurationError, "collection spec")
 
 
 def accept_created(spec: CollectionSpec, config: CollectionConfig) -> CollectionConfig:

@@ -18,8 +18,6 @@ import re
 import time
 from urllib.parse import quote
 
-from pydantic import ValidationError
-
 from ldp_client.protocol import ApiCall, collection_path
 from ldp_shared.errors import (
     InvalidQueryError,
@@ -35,6 +33,7 @@ from ldp_shared.itemset_wire import (
     MaskPrivacy,
     check_mining_query,
 )
+from ldp_shared.validation import validated
 
 __all__ = [
     "build_itemset_query",
@@ -71,10 +70,7 @@ def build_itemset_query(
     """
     fields = dict(locals())  # the parameters alone, before any other local is bound
     check_mining_query(min_support, max_size, support_reduction, min_confidence, confidence)
-    try:
-        query = ItemsetQuery.model_validate(fields)
-    except ValidationError as error:
-        raise InvalidQueryError(f"invalid itemset query: {error.errors()[0]['msg']}") from None
+    query = validated(ItemsetQuery, fields, InvalidQueryError, "itemset query")
     query.check_ranges()
     return query
 

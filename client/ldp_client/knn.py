@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import ValidationError
 
 from ldp_client.protocol import ApiCall, collection_path
 from ldp_shared.codec import Record
@@ -22,6 +21,7 @@ from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
 from ldp_shared.knn_cells import device_columns
 from ldp_shared.knn_wire import KnnClassification, KnnQuery
+from ldp_shared.validation import validated
 
 __all__ = ["classify_knn_call", "knn_records"]
 
@@ -46,10 +46,7 @@ def classify_knn_call(name: str, points: Any, k: int) -> ApiCall[KnnClassificati
         raise InvalidQueryError("points must be rows of finite numbers (no NaN or infinity)")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidQueryError(f"k must be a positive integer, got {k!r}")
-    try:
-        query = KnnQuery(points=rows.tolist(), k=k)
-    except ValidationError as error:
-        raise InvalidQueryError(f"invalid kNN query: {error.errors()[0]['msg']}") from None
+    query = validated(KnnQuery, {"points": rows.tolist(), "k": k}, InvalidQueryError, "kNN query")
     return ApiCall(
         "POST",
         collection_path(name) + "/knn/classify",

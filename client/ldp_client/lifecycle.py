@@ -11,7 +11,9 @@ how many reports it holds.
 from __future__ import annotations
 
 from ldp_client.protocol import ApiCall, collection_path
+from ldp_shared.errors import InvalidQueryError
 from ldp_shared.lifecycle_wire import CollectionStatus, Retention
+from ldp_shared.validation import validated
 
 
 def collection_status_call(name: str) -> ApiCall[CollectionStatus]:
@@ -30,13 +32,19 @@ def set_closed_call(name: str, closed: bool) -> ApiCall[CollectionStatus]:
     )
 
 
+def _retention(days: int | None) -> Retention:
+    """The checked body: :class:`InvalidQueryError` (before any request) for a number of
+    days the aggregator would refuse."""
+    return validated(Retention, {"days": days}, InvalidQueryError, "retention")
+
+
 def set_retention_call(name: str, days: int | None) -> ApiCall[CollectionStatus]:
     """``PUT /v1/collections/{name}/retention`` (admin; idempotent)."""
     return ApiCall(
         "PUT",
         collection_path(name) + "/retention",
         CollectionStatus.model_validate_json,
-        body=Retention(days=days).model_dump_json().encode("utf-8"),
+        body=_retention(days).model_dump_json().encode("utf-8"),
         auth=True,
     )
 

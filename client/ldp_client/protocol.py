@@ -29,6 +29,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from ldp_client.retry import parse_retry_after
+from ldp_client.unreachable import cannot_connect
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import (
     AuthenticationError,
@@ -379,6 +380,9 @@ def interpret_exception(
         retryable = isinstance(exc, _RETRYABLE_EXCEPTIONS)
     else:
         retryable = isinstance(exc, _NOT_SENT)
-    kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
-    error = TransportError(f"{_where(request)} {kind}: {type(exc).__name__}: {exc}")
+    if isinstance(exc, httpx.ConnectError):
+        error = TransportError(cannot_connect(request, exc))
+    else:
+        kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
+        error = TransportError(f"{_where(request)} {kind}: {type(exc).__name__}: {exc}")
     return Failure(error, retryable=retryable, cause=exc)

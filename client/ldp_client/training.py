@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,13 @@ import numpy as np
 
 from ldp_client.policy import DevicePolicy
 from ldp_client.protocol import ApiCall, collection_path
-from ldp_shared.errors import ConfigurationError, InvalidRecordError, PrivacyPolicyError
+from ldp_shared.errors import (
+    ConfigurationError,
+    InvalidRecordError,
+    NotFoundError,
+    PrivacyPolicyError,
+)
+from ldp_shared.itemset_wire import JOB_ID_PATTERN
 from ldp_shared.learning import device
 from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomizer
@@ -47,8 +54,11 @@ from ldp_shared.wire import encode_bits
 
 __all__ = [
     "JobMechanisms",
+    "check_layout",
     "check_policy",
     "create_training_job_call",
+    "encode_record",
+    "job_layout_call",
     "make_report",
     "participation_call",
     "rebuild_mechanisms",
@@ -62,7 +72,16 @@ def _jobs_path(name: str) -> str:
     return f"{collection_path(name)}/training-jobs"
 
 
+_JOB_ID = re.compile(JOB_ID_PATTERN)
+
+
 def _job_path(name: str, job_id: str) -> str:
+    """The job's path; an id no job can have is refused here, before any request."""
+    if not isinstance(job_id, str) or _JOB_ID.fullmatch(job_id) is None:
+        raise NotFoundError(
+            f"no training job can have the id {job_id!r}: ids are 16 to 32 letters, digits,"
+            " '-' or '_'"
+        )
     return f"{_jobs_path(name)}/{quote(job_id, safe='')}"
 
 
@@ -88,6 +107,12 @@ def trained_model_call(name: str, job_id: str) -> ApiCall[TrainedModel]:
     """``GET .../training-jobs/{id}/model`` (analyst)."""
     path = f"{_job_path(name, job_id)}/model"
     return ApiCall("GET", path, TrainedModel.model_validate_json, auth=True)
+
+
+def job_layout_call(name: str, job_id: str) -> ApiCall[FeatureLayout]:
+    """``GET .../training-jobs/{id}/layout`` (public): what a record must hold."""
+    path = f"{_job_path(name, job_id)}/layout"
+    return ApiCall("GET", path, FeatureLayout.model_validate_json)
 
 
 def participation_call(name: str, job_id: str) -> ApiCall[Participation]:
@@ -195,6 +220,16 @@ def encode_record(layout: FeatureLayout, record: Mapping[str, Any]) -> tuple[Any
     names = [f.name for f in layout.numeric] + [f.name for f in layout.categorical]
     columns = {name: [record[name]] for name in names if name in record}
     return layout.encode(columns), layout.labels([record[layout.label]])
+
+
+def check_layout(published: FeatureLayout, participation: Participation) -> None:
+    """:class:`ConfigurationError` when a place comes with another layout than the job
+    published (the record was checked against that one; a job's layout never changes)."""
+    if participation.layout != published:
+        raise ConfigurationError(
+            f"training job {participation.job!r} handed out a place with another layout than"
+            " it published"
+        )
 
 
 def make_report(

@@ -25,6 +25,7 @@ from ldp_shared.training_wire import (
     TrainingJob,
     TrainingSpec,
 )
+from ldp_shared.validation import validated
 
 __all__ = ["TrainingMethods"]
 
@@ -101,20 +102,27 @@ class TrainingMethods:
         """Take part in training job ``job_id`` of collection ``name`` with ``record`` (its
         features and label), once.
 
-        The device asks for a place, rebuilds the job's mechanism and checks its ε and δ
-        against its own computation and its policy, computes the clipped, perturbed
-        gradient (or capped loss) of the record at the round's weights, charges the ledger,
-        then sends the one report. A device whose ledger shows this job already gets
-        :class:`AlreadyParticipatedError` before anything is asked or sent; a report that
-        arrives after its round closed is answered ``RoundClosedError`` (it was not kept,
-        but it was spent: the device does not try again).
+        The device reads the job's layout and checks the record against it
+        (:class:`InvalidRecordError` before any place is taken), asks for a place,
+        rebuilds the job's mechanism and checks its ε and δ against its own computation
+        and its policy, computes the clipped, perturbed gradient (or capped loss) of the
+        record at the round's weights, charges the ledger, then sends the one report. A
+        device whose ledger shows this job already gets :class:`AlreadyParticipatedError`
+        before anything is asked or sent; a report that arrives after its round closed is
+        answered ``RoundClosedError`` (it was not kept, but it was spent: the device does
+        not try again).
         """
         ledger = self._device.ledger
         if ledger is not None and ledger.participated(name, job_id):
             raise AlreadyParticipatedError(
                 f"this device took part in training job {job_id!r} already (its ledger says so)"
             )
+        # the record is checked before a place is asked for: a record that cannot be
+        # encoded must not hold one of the round's places until it expires
+        layout = self._call(training.job_layout_call(name, job_id))
+        training.encode_record(layout, record)
         participation = self._call(training.participation_call(name, job_id))
+        training.check_layout(layout, participation)
         mechanisms = training.rebuild_mechanisms(participation)
         training.check_policy(self._device.policy, job_id, mechanisms)
         report = training.make_report(participation, mechanisms, record, self._settings.rng)
@@ -130,7 +138,6 @@ class TrainingMethods:
 
 
 def _spec(values: Mapping[str, Any]) -> TrainingSpec:
-    try:
-        return TrainingSpec.model_validate(dict(values))
-    except ValueError as exc:
-        raise InvalidQueryError(f"invalid training spec: {exc}") from None
+    if not isinstance(values, Mapping):
+        raise InvalidQueryError("a training spec must be a TrainingSpec or a mapping")
+    return validated(TrainingSpec, dict(values), InvalidQueryError, "training spec")

@@ -130,6 +130,13 @@ class PayloadTooLargeError(LDPError):
     title = "Request body too large"
 
 
+class UnsupportedMediaTypeError(LDPError, ValueError):
+    """A request body of a JSON route was sent without ``Content-Type: application/json``."""
+
+    type_slug = "unsupported-media-type"
+    title = "Unsupported media type"
+
+
 class MalformedRequestError(LDPError, ValueError):
     """The request body is not valid JSON or not of the expected shape."""
 
@@ -233,6 +240,7 @@ ALL_ERRORS: tuple[type[LDPError], ...] = (
     AuthenticationError,
     PermissionDeniedError,
     PayloadTooLargeError,
+    UnsupportedMediaTypeError,
     MalformedRequestError,
     InvalidRequestError,
     TransportError,

@@ -267,6 +267,18 @@ def test_other_attributes_are_not_baskets(client: TestClient, config: Collection
         "/v1/collections/two/itemsets", json={"min_support": 0.1}, headers=ANALYST
     )
     assert response.status_code == 422 and "name one" in response.json()["detail"]
+    # no MASK attribute at all: said so, with the mechanisms it has
+    none = spec_payload(name="flat")
+    none["attributes"] = [a for a in none["attributes"] if a["mechanism"] != "mask"]
+    _create(client, none)
+    response = client.post(
+        "/v1/collections/flat/itemsets", json={"min_support": 0.1}, headers=ANALYST
+    )
+    assert response.status_code == 422
+    assert response.json()["detail"] == (
+        "collection 'flat' has no MASK attribute, so no itemsets can be mined from it; its"
+        " attributes are color (oue), age (grr)"
+    )
 
 
 def test_a_failing_job_answers_its_problem(

@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
+from ldp_aggregator.problems import READABLE_JSON_DEPTH
 from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import MAX_BATCH, encode_bits
@@ -110,6 +111,25 @@ def test_unknown_collection_changes_nothing(
 def test_malformed_json_changes_nothing(client: TestClient, seeded: Snapshot, body: bytes) -> None:
     response = client.post("/v1/collections/survey/reports", content=body, headers=JSON)
     assert response.status_code == 400 and slug(response) == "malformed-request"
+
+
+def test_json_nested_too_deeply_says_so_and_the_stated_depth_is_read(
+    client: TestClient, seeded: Snapshot
+) -> None:
+    def nested(depth: int) -> bytes:
+        return b'{"reports": ' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+
+    deep = client.post("/v1/collections/survey/reports", content=nested(100_000), headers=JSON)
+    assert deep.status_code == 400 and slug(deep) == "malformed-request"
+    assert deep.json()["detail"].startswith(
+        f"the body's JSON nests arrays and objects too deeply to be read: the aggregator"
+        f" reads up to {READABLE_JSON_DEPTH} levels"
+    )
+    # the depth stated is read: the body is then judged by its shape
+    read = client.post(
+        "/v1/collections/survey/reports", content=nested(READABLE_JSON_DEPTH), headers=JSON
+    )
+    assert read.status_code == 422 and slug(read) == "invalid-request"
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,26 @@ def test_a_report_for_a_closed_round_is_refused_and_not_kept(
     assert rows(engine, training_reports) == 0  # round 1 has nothing; round 0's are gone
 
 
+def test_a_full_round_states_when_its_first_held_place_is_freed(
+    train: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [1_800_000_000.0]
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+    job = create(train, participation_seconds=120)
+    ask(train, job.id)
+    clock[0] += 30
+    for _ in range(19):
+        ask(train, job.id)
+    clock[0] += 70  # the first place was issued 100 s ago: freed after its 120 s, at 121 s
+    full = train.post(f"{jobs_path()}/{job.id}/participations")
+    assert full.status_code == 429 and full.headers["Retry-After"] == "21"
+    assert "the first held place is freed in 21 s" in full.json()["detail"]
+    clock[0] += 20
+    assert train.post(f"{jobs_path()}/{job.id}/participations").status_code == 429
+    clock[0] += 1
+    assert ask(train, job.id).round == 0  # the expired place is taken again
+
+
 def test_a_round_never_takes_more_reports_than_its_places(
     train: TestClient, engine: Engine
 ) -> None:
@@ -113,8 +134,9 @@ def test_a_round_never_takes_more_reports_than_its_places(
     roles = sorted(p.role for p in held)
     assert roles.count("loss") == 2 and roles.count("gradient") == 18
     full = train.post(f"{jobs_path()}/{job.id}/participations")
-    assert full.status_code == 429 and full.headers["Retry-After"] == "1"
-    assert full.json()["type"].endswith("/rate-limited")
+    assert full.status_code == 429 and full.json()["type"].endswith("/rate-limited")
+    # the places are held for 600 s: the wait stated is until the first is freed
+    assert 599 <= int(full.headers["Retry-After"]) <= 601
     rng = seeded_rng(4)
     for participation, record in zip(held, records(20, seed=5), strict=True):
         assert answer(train, participation, record, rng).status_code == 200
@@ -182,6 +204,26 @@ def test_an_unknown_token_or_job_is_not_found(train: TestClient) -> None:
     assert response.status_code == 404
     missing = train.post(f"{jobs_path()}/{'B' * 22}/participations")
     assert missing.status_code == 404 and "no training job" in missing.json()["detail"]
+
+
+@pytest.mark.parametrize("job_id", ["abc", "x" * 33, "not%20an%20id!!!!!!!!"])
+def test_an_id_no_job_can_have_is_a_404_that_says_so(train: TestClient, job_id: str) -> None:
+    for response in (
+        train.get(f"{jobs_path()}/{job_id}", headers=ANALYST),
+        train.get(f"{jobs_path()}/{job_id}/layout"),
+        train.post(f"{jobs_path()}/{job_id}/participations"),
+    ):
+        assert response.status_code == 404, response.text
+        assert response.json()["type"].endswith("/not-found")
+        assert response.json()["detail"].startswith("no training job can have the id ")
+
+
+def test_a_jobs_layout_is_public(train: TestClient) -> None:
+    job = create(train)
+    layout = train.get(f"{jobs_path()}/{job.id}/layout")
+    assert layout.status_code == 200
+    assert FeatureLayout.model_validate(layout.json()) == FeatureLayout.model_validate(LAYOUT)
+    assert train.get(f"{jobs_path()}/{'B' * 22}/layout").status_code == 404
 
 
 @pytest.mark.parametrize(

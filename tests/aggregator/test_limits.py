@@ -64,6 +64,8 @@ def test_streamed_bytes_over_the_limit() -> None:
     assert sent[0]["status"] == 413
     problem = json.loads(sent[1]["body"])
     assert problem["type"].endswith("/payload-too-large") and problem["status"] == 413
+    # the bytes actually received (11), not those before the last chunk (6, under the limit)
+    assert "(11 bytes received so far)" in problem["detail"]
 
 
 def test_declared_length_over_the_limit_is_refused_before_reading() -> None:

@@ -15,7 +15,12 @@ from tests.e2e.conftest import ADMIN, ANALYST
 
 from ldp_client import DevicePolicy, LDPClient
 from ldp_shared.analyses.logistic.training import predict_proba
-from ldp_shared.errors import AlreadyParticipatedError, InvalidRecordError, PrivacyPolicyError
+from ldp_shared.errors import (
+    AlreadyParticipatedError,
+    InvalidRecordError,
+    NotFoundError,
+    PrivacyPolicyError,
+)
 from ldp_shared.rand import seeded_rng
 from ldp_shared.training_wire import TrainingSpec
 from ldp_simulation.datasets import load_breast_cancer
@@ -101,3 +106,21 @@ def test_the_device_ledger_and_policy_refuse_before_sending(server: str, tmp_pat
         # one report from the first job; none reached the second
         assert analyst.training_job(COLLECTION, job_id).received == 1
         assert analyst.training_job(COLLECTION, strict).received == 0
+
+
+def test_a_record_that_cannot_be_encoded_takes_no_place(server: str) -> None:
+    data = load_breast_cancer()
+    good = device_records(data, split(data)[0], 20)
+    with LDPClient(server, token=ADMIN) as admin:
+        admin.create_collection(_collection_spec())
+    with LDPClient(server, token=ANALYST, rng=seeded_rng(9)) as client:
+        job_id = _job(client, participation_seconds=600)
+        unlabelled = {key: value for key, value in good[0].items() if key != "diagnosis"}
+        assert len(unlabelled) == len(good[0]) - 1
+        with pytest.raises(InvalidRecordError, match="no label 'diagnosis'"):
+            client.participate(COLLECTION, job_id, unlabelled)
+        with pytest.raises(NotFoundError, match="no training job can have the id 'nope'"):
+            client.participate(COLLECTION, "nope", good[0])
+        # the round's 20 places are all free for good records: the 20th closes round 0
+        results = [client.participate(COLLECTION, job_id, record) for record in good]
+        assert results[-1].round_closed and client.training_job(COLLECTION, job_id).round == 1

@@ -3,6 +3,7 @@ upload limits). See ``docs/training-jobs.md``."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Request, Response, status
@@ -12,7 +13,9 @@ from ldp_aggregator.auth import require_analyst
 from ldp_aggregator.deps import AppState, app_state
 from ldp_aggregator.problems import problem_responses
 from ldp_aggregator.storage.collections import StoredCollection
+from ldp_shared.errors import NotFoundError
 from ldp_shared.itemset_wire import JOB_ID_PATTERN
+from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.training_wire import (
     TOKEN_PATTERN,
     Participation,
@@ -25,7 +28,25 @@ from ldp_shared.training_wire import (
 
 router = APIRouter(prefix="/v1/collections", tags=["training"])
 
-JobId = Annotated[str, Path(pattern=JOB_ID_PATTERN)]
+_JOB_ID = re.compile(JOB_ID_PATTERN)
+
+
+def _job_id(
+    job_id: Annotated[
+        str, Path(description="the id the job was created with (16 to 32 of A-Z a-z 0-9 _ -)")
+    ],
+) -> str:
+    """The path's job id; 404 for an id no job can have (not a 422 about a pattern)."""
+    if _JOB_ID.fullmatch(job_id) is None:
+        shown = job_id if len(job_id) <= 40 else job_id[:40] + "..."
+        raise NotFoundError(
+            f"no training job can have the id {shown!r}: ids are 16 to 32 letters, digits,"
+            " '-' or '_'"
+        )
+    return job_id
+
+
+JobId = Annotated[str, Depends(_job_id)]
 
 
 def _admit_device(state: AppState, name: str, request: Request) -> StoredCollection:
@@ -81,6 +102,19 @@ def training_model(name: str, job_id: JobId, request: Request) -> TrainedModel:
     while rounds remain."""
     state = app_state(request)
     return training.trained_model(state.engine, state.collections.get(name), job_id)
+
+
+@router.get(
+    "/{name}/training-jobs/{job_id}/layout",
+    response_model=FeatureLayout,
+    responses=problem_responses(404),
+)
+def training_layout(name: str, job_id: JobId, request: Request) -> FeatureLayout:
+    """The job's feature layout (public, like a collection's config): a device checks its
+    record against it before it asks for a place, so a record that cannot be encoded
+    never holds one."""
+    state = app_state(request)
+    return training.job_layout(state.engine, state.collections.get(name), job_id)
 
 
 @router.post(

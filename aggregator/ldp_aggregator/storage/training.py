@@ -217,6 +217,20 @@ def pending_tokens(connection: Connection, job_id: str, round_: int, since: int)
     return {str(role): int(count) for role, count in rows}
 
 
+def first_pending_issue(connection: Connection, job_id: str, round_: int, since: int) -> int | None:
+    """The second the oldest unused token of ``round_`` issued at or after ``since`` was
+    issued (its place is the first to be freed); ``None`` when there is none."""
+    first = connection.execute(
+        select(func.min(training_tokens.c.issued_unix)).where(
+            training_tokens.c.job_id == job_id,
+            training_tokens.c.round == round_,
+            training_tokens.c.used == 0,
+            training_tokens.c.issued_unix >= since,
+        )
+    ).scalar_one()
+    return None if first is None else int(first)
+
+
 @dataclass(frozen=True)
 class TokenRow:
     round: int
