@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from ldp_client.protocol import ApiCall, collection_path
 from ldp_shared.errors import InvalidQueryError, ModelNotFoundError
+from ldp_shared.validation import one_line
 from ldp_shared.wire import (
     MODEL_ID_PATTERN,
     CategoricalNBExport,
@@ -42,13 +43,6 @@ __all__ = [
 ]
 
 _MODEL_ID = re.compile(MODEL_ID_PATTERN)
-
-
-def _problems(error: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(part) for part in item['loc']) or 'value'}: {item['msg']}"
-        for item in error.errors()
-    )
 
 
 def models_path(name: str) -> str:
@@ -74,7 +68,7 @@ def train_naive_bayes_call(
     try:
         request = NaiveBayesTrainRequest(alpha=alpha, repair=repair, confidence=confidence)
     except ValidationError as error:
-        raise InvalidQueryError(f"invalid training options: {_problems(error)}") from None
+        raise InvalidQueryError(f"invalid training options: {one_line(error.errors())}") from None
     return ApiCall(
         "POST",
         models_path(name),
@@ -118,7 +112,7 @@ def predict_naive_bayes_call(
     try:
         request = NaiveBayesPredictRequest(records=[dict(record) for record in records])
     except (ValidationError, TypeError, ValueError) as error:
-        detail = _problems(error) if isinstance(error, ValidationError) else str(error)
+        detail = one_line(error.errors()) if isinstance(error, ValidationError) else str(error)
         raise InvalidQueryError(f"invalid query records: {detail}") from None
     return ApiCall(
         "POST",
