@@ -64,6 +64,13 @@ from ldp_shared.wire import decode_bits
 logger = logging.getLogger("ldp_aggregator")
 
 
+RETRY_SECONDS = 1
+"""``Retry-After`` when every place of the open round is held: a held place is normally
+answered within a device's round trip, which closes the round and opens the next, so a
+device asks again soon; the detail also states the longest wait (:func:`held_place_wait`),
+for a place whose device never answers."""
+
+
 def held_place_wait(first_issued: int | None, hold_seconds: int, now: int) -> int:
     """Whole seconds until the first held place of a full round is freed (at least 1).
 
@@ -127,14 +134,15 @@ def issue_participation(engine: Engine, collection: StoredCollection, job_id: st
         if total == 0:
             # the places are held by devices computing their reports; the round closes
             # (and the next opens) as soon as those arrive, or a place is freed when it
-            # expires: the wait stated is the latter, the longest it can take
+            # expires: a device asks again soon, and the detail states the longest wait
             first = store.first_pending_issue(connection, job_id, state.round, since)
             wait = held_place_wait(first, hold, now)
             raise RateLimitedError(
                 f"every place of round {state.round} of training job {job_id!r} is held by a"
-                f" device that has not answered yet; the first held place is freed in {wait} s"
-                f" (sooner if those devices answer and the round closes)",
-                retry_after=wait,
+                f" device that has not answered yet; try again in {RETRY_SECONDS} s: the"
+                f" round closes as soon as those devices answer, and the first held place"
+                f" is freed in {wait} s at the latest",
+                retry_after=RETRY_SECONDS,
             )
         role = "gradient" if secrets.randbelow(total) < max(0, free["gradient"]) else "loss"
         issued = store.insert_token(connection, job_id, _hash(token), state.round, role)
@@ -307,4 +315,4 @@ def _model(
     return model.model_dump_json()
 
 
-__all__ = ["accept_report", "held_place_wait", "issue_participation"]
+__all__ = ["RETRY_SECONDS", "accept_report", "held_place_wait", "issue_participation"]
