@@ -6,21 +6,24 @@ serve`` is a complete server (the demo and the benchmarks start it that way). Th
 ``ldpcollect`` console script is :mod:`ldp_simulation.cli`, which adds ``demo`` and
 ``simulate`` to these two; this module never imports it.
 
-Errors are one readable line on stderr and a non-zero exit status.
+Errors are one readable line on stderr and a non-zero exit status, and so is a
+command whose optional dependencies are not installed: it names the extra to install
+(``serve`` and ``migrate`` need ``.[aggregator]``). Nothing beyond the core dependencies
+is imported before a command runs, so ``--help`` works on any install.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
-from sqlalchemy.exc import SQLAlchemyError
 
-from ldp_shared.errors import LDPError
+from ldp_shared.errors import ConfigurationError, LDPError
 
 if TYPE_CHECKING:
     from ldp_aggregator.settings import Settings
@@ -29,6 +32,30 @@ PROG = "ldpcollect"
 DESCRIPTION = "Collect data under local differential privacy."
 SERVER_COMMANDS = ("serve", "migrate")
 EXIT_ERROR = 2
+SERVER_EXTRAS: Mapping[str, str] = {"serve": "aggregator", "migrate": "aggregator"}
+"""The extra (``pip install -e ".[extra]"``) each command of this module needs."""
+OPTIONAL_MODULES = frozenset(
+    {
+        # the aggregator extra's distributions, by the name they are imported as
+        "fastapi",
+        "starlette",
+        "uvicorn",
+        "sqlalchemy",
+        "alembic",
+        "pydantic_settings",
+        "httpx",
+        "prometheus_client",
+        "jinja2",
+        "multipart",
+        "python_multipart",
+        # the demo extra's own
+        "tqdm",
+    }
+)
+"""Top-level modules that come with an extra: a command that fails to import one of them
+is missing its extra, not broken."""
+
+logger = logging.getLogger("ldp_aggregator")
 
 
 def add_server_commands(
@@ -73,6 +100,8 @@ def _serve(args: argparse.Namespace) -> int:
     from ldp_aggregator.storage.engine import make_engine, ping
 
     settings, generated = _settings(args.database_url).with_generated_tokens()
+    for warning in settings.weak_token_warnings():
+        logger.warning("%s: warning: %s", PROG, warning)
     engine = make_engine(settings.database_url)
     try:
         ping(engine)  # a bad URL or an unreachable database is one line, not a traceback
@@ -102,9 +131,22 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _settings(database_url: str | None) -> Settings:
+    """The settings from the environment (and ``--database-url``); a bad one is a
+    :class:`ConfigurationError` naming its ``LDPCOLLECT_*`` variable."""
     from ldp_aggregator.settings import Settings
 
-    return Settings() if database_url is None else Settings(database_url=database_url)
+    try:
+        return Settings() if database_url is None else Settings(database_url=database_url)
+    except ValidationError as error:
+        raise ConfigurationError(_settings_error(error)) from None
+
+
+def _settings_error(error: ValidationError) -> str:
+    first = error.errors()[0]
+    message = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
+    if not first["loc"]:  # a check across several settings
+        return f"invalid settings: {message}"
+    return f"invalid setting LDPCOLLECT_{str(first['loc'][0]).upper()}: {message}"
 
 
 def _migrate(args: argparse.Namespace) -> int:
@@ -134,23 +176,64 @@ def _fail(message: str) -> int:
     return EXIT_ERROR
 
 
+def _missing_extra(command: str, extra: str | None, error: ModuleNotFoundError) -> str | None:
+    """One line naming the extra to install, when ``error`` is a missing optional module."""
+    module = (error.name or "").partition(".")[0]
+    if extra is None or module not in OPTIONAL_MODULES:
+        return None
+    return (
+        f"{command} needs the {extra} extra ({module} is not installed):"
+        f' pip install -e ".[{extra}]" (or "ldpcollect[{extra}]")'
+    )
+
+
+def _database_error(error: Exception) -> str | None:
+    """One line for a database error, or ``None`` when ``error`` is not one.
+
+    SQLAlchemy is imported only once a command uses it: an error can only be one of its
+    errors if the module is loaded.
+    """
+    exc = sys.modules.get("sqlalchemy.exc")
+    if exc is None or not isinstance(error, exc.SQLAlchemyError):
+        return None
+    cause = getattr(error, "orig", None) or error
+    return f"database: {str(cause).strip().splitlines()[0]}"
+
+
+def _validation_error(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"invalid {error.title}{' field ' + where if where else ''}: {first['msg']}"
+
+
 def run_reporting_errors(
-    command: Callable[[argparse.Namespace], int], args: argparse.Namespace
+    command: Callable[[argparse.Namespace], int],
+    args: argparse.Namespace,
+    extras: Mapping[str, str] = SERVER_EXTRAS,
 ) -> int:
-    """``command(args)``, with any expected error as one line on stderr and EXIT_ERROR."""
+    """``command(args)``, with any expected error as one line on stderr and EXIT_ERROR.
+
+    ``extras`` maps each sub-command to the extra it needs, for the line that names it
+    when one of its optional modules is not installed.
+    """
     try:
         return command(args)
     except LDPError as error:
         return _fail(error.detail)
-    except ValidationError as error:  # settings from the environment
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "settings"
-        return _fail(f"invalid setting {where}: {first['msg']}")
-    except SQLAlchemyError as error:
-        cause = getattr(error, "orig", None) or error
-        return _fail(f"database: {str(cause).strip().splitlines()[0]}")
+    except ValidationError as error:  # settings are ConfigurationErrors by now
+        return _fail(_validation_error(error))
+    except ModuleNotFoundError as error:
+        message = _missing_extra(args.command, extras.get(args.command), error)
+        if message is None:
+            raise
+        return _fail(message)
     except KeyboardInterrupt:
         return 130
+    except Exception as error:
+        message = _database_error(error)
+        if message is None:
+            raise
+        return _fail(message)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

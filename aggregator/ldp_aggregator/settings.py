@@ -2,8 +2,11 @@
 
 Tokens: the server keeps only their SHA-256 digests (:class:`TokenDigests`), compares
 digests with :func:`hmac.compare_digest`, and a role whose token is not configured
-cannot be used at all. A deployment can also configure the digests directly
-(``LDPCOLLECT_ADMIN_TOKEN_SHA256``), so the plain token never reaches the server.
+cannot be used at all. The admin and the analyst cannot share one token (the analyst
+would hold the admin's rights), and ``ldpcollect serve`` warns about a plain token shorter
+than :data:`MIN_TOKEN_CHARACTERS`, which could be guessed. A deployment can also
+configure the digests directly (``LDPCOLLECT_ADMIN_TOKEN_SHA256``), so the plain token
+never reaches the server.
 The metrics token (``LDPCOLLECT_METRICS_TOKEN``) is not a role: it opens ``/metrics``
 only, so the scraper's configuration, which holds it in plain text, cannot read
 estimates.
@@ -22,7 +25,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 Role = Literal["admin", "analyst"]
@@ -35,6 +38,9 @@ DEFAULT_UPLOAD_BURST_PER_COLLECTION = 50_000
 DEFAULT_UPLOAD_BURST_PER_ADDRESS = 1_000
 DEFAULT_RESHUFFLE_SECONDS = 300.0
 _SHA256_HEX = r"^[0-9a-f]{64}$"
+MIN_TOKEN_CHARACTERS = 16
+"""Below this a plain token gets a warning at startup: 16 characters of URL-safe base64
+are 96 bits, beyond guessing over HTTP; a generated token has 43 (256 bits)."""
 
 
 def token_digest(token: str) -> str:
@@ -110,6 +116,34 @@ class Settings(BaseSettings):
     def _empty_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
         return None if value is None or value.get_secret_value() == "" else value
 
+    @model_validator(mode="after")
+    def _roles_have_their_own_tokens(self) -> Settings:
+        digests = self.token_digests()
+        if digests.admin is not None and digests.admin == digests.analyst:
+            raise ValueError(
+                "the admin and the analyst have the same token: give each role its own"
+                " (with one token the analyst could create and delete collections)"
+            )
+        return self
+
+    def weak_token_warnings(self) -> list[str]:
+        """One line per plain token shorter than :data:`MIN_TOKEN_CHARACTERS`.
+
+        The lines name the setting and the token's length, never the token.
+        """
+        plain = {
+            "LDPCOLLECT_ADMIN_TOKEN": self.admin_token,
+            "LDPCOLLECT_ANALYST_TOKEN": self.analyst_token,
+            "LDPCOLLECT_METRICS_TOKEN": self.metrics_token,
+        }
+        return [
+            f"{variable} is only {_characters(len(token.get_secret_value()))} long: a short"
+            f" token can be guessed; use at least {MIN_TOKEN_CHARACTERS} random characters,"
+            " e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+            for variable, token in plain.items()
+            if token is not None and len(token.get_secret_value()) < MIN_TOKEN_CHARACTERS
+        ]
+
     def token_digests(self) -> TokenDigests:
         """The SHA-256 digests of the configured tokens (a plain token wins over a digest)."""
         return TokenDigests(
@@ -147,6 +181,10 @@ class Settings(BaseSettings):
                 generated[role] = token
                 update[f"{role}_token"] = SecretStr(token)
         return self.model_copy(update=update), generated
+
+
+def _characters(count: int) -> str:
+    return f"{count} character" if count == 1 else f"{count} characters"
 
 
 def _digest_of(token: SecretStr | None, digest: str | None) -> str | None:

@@ -10,7 +10,10 @@ and hands ``serve`` and ``migrate`` back to that module. The ``ldpcollect`` cons
 script points at :func:`main`; ``python -m ldp_aggregator.cli serve`` still runs a
 server without this package.
 
-Errors are one readable line on stderr and a non-zero exit status.
+Errors are one readable line on stderr and a non-zero exit status. Each sub-command
+imports what it runs only when it runs, so ``ldpcollect --help`` and every sub-command's
+``--help`` work on any install, and a sub-command whose extra is missing says which one
+to install (:data:`COMMAND_EXTRAS`) instead of failing with a traceback.
 """
 
 from __future__ import annotations
@@ -19,21 +22,33 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+
+from pydantic import ValidationError
 
 from ldp_aggregator.cli import (
     DESCRIPTION,
     PROG,
     SERVER_COMMANDS,
+    SERVER_EXTRAS,
     add_server_commands,
     run_reporting_errors,
     run_server_command,
 )
 from ldp_shared.errors import AuthenticationError
 from ldp_shared.mechanisms.gradient import gradient_mechanism_names
-from ldp_simulation.fleet import frequency_demo_mechanisms
-from ldp_simulation.progress import ProgressBars
-from ldp_simulation.report_command import add_report_command, run_report
+from ldp_shared.mechanisms.registry import mechanism_names, spec_class
+from ldp_simulation.report_command import add_report_command
+
+COMMAND_EXTRAS: Mapping[str, str] = {
+    **SERVER_EXTRAS,
+    "report": "client",
+    "demo": "demo",
+    "simulate": "demo",
+    "train": "demo",
+}
+"""The extra (``pip install -e ".[extra]"``) each sub-command needs beyond the core."""
 
 
 def _positive_float(text: str) -> float:
@@ -79,9 +94,36 @@ def _demo_clients(text: str) -> int:
     return value
 
 
+def frequency_demo_mechanisms() -> list[str]:
+    """The registered mechanisms the frequency demo can run: those whose estimates are a
+    distribution and whose spec needs nothing but a domain (``oue``, ``sue``, ``grr``)."""
+    usable = []
+    for name in mechanism_names():
+        candidate = spec_class(name)
+        if not candidate.is_distribution or not candidate.takes_budget:
+            continue
+        try:
+            candidate.model_validate({"name": "probe", "mechanism": name, "domain": ["a", "b"]})
+        except ValidationError:
+            continue
+        usable.append(name)
+    return usable
+
+
+def installed_version() -> str:
+    """The installed ``ldpcollect`` distribution's version (what ``--version`` prints)."""
+    try:
+        return metadata.version("ldpcollect")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        from ldp_shared import __version__
+
+        return f"{__version__} (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole ``ldpcollect`` command line."""
     parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     add_server_commands(commands)
     add_report_command(commands)
@@ -96,8 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="an aggregator's base URL; repeat to deal batches to several replicas",
     )
-    simulate.add_argument("--admin-token", default=os.environ.get("LDPCOLLECT_ADMIN_TOKEN"))
-    simulate.add_argument("--analyst-token", default=os.environ.get("LDPCOLLECT_ANALYST_TOKEN"))
+    _add_token_options(simulate, "create the demo collections")
     simulate.add_argument(
         "--fresh",
         action="store_true",
@@ -115,8 +156,21 @@ def build_parser() -> argparse.ArgumentParser:
             default=100_000,
             help=f"at least this many clients (default 100,000; at least {MIN_DEMO_CLIENTS:,})",
         )
-        sub.add_argument("--mechanism", choices=frequency_demo_mechanisms(), default="oue")
-        sub.add_argument("--confidence", type=_confidence, default=0.95)
+        sub.add_argument(
+            "--mechanism",
+            choices=frequency_demo_mechanisms(),
+            default="oue",
+            help="how the car data's frequencies are perturbed (default: %(default)s); the"
+            " naive Bayes collection uses it when it is a unary encoding (oue, sue) and OUE"
+            " otherwise, since it reports each feature jointly with the class, which only"
+            " unary encoding does; the Adult collection picks its own mechanisms",
+        )
+        sub.add_argument(
+            "--confidence",
+            type=_confidence,
+            default=0.95,
+            help="level of the frequencies' and means' intervals, in (0, 1) (default: %(default)s)",
+        )
         sub.add_argument(
             "--budget",
             choices=["sample", "split"],
@@ -147,8 +201,7 @@ def _add_train_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     train.add_argument(
         "--url", action="append", help="a running aggregator's base URL (repeat for replicas)"
     )
-    train.add_argument("--admin-token", default=os.environ.get("LDPCOLLECT_ADMIN_TOKEN"))
-    train.add_argument("--analyst-token", default=os.environ.get("LDPCOLLECT_ANALYST_TOKEN"))
+    _add_token_options(train, "create the training job")
     train.add_argument(
         "--devices", type=_positive_int, default=10_000, help="devices (default 10,000)"
     )
@@ -156,15 +209,43 @@ def _add_train_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "--epsilon", type=_positive_float, default=4.0, help="ε per device (default 4)"
     )
     train.add_argument(
-        "--mechanism", choices=gradient_mechanism_names(), default="sampled-piecewise"
+        "--mechanism",
+        choices=gradient_mechanism_names(),
+        default="sampled-piecewise",
+        help="how each device perturbs its gradient (default: %(default)s)",
     )
-    train.add_argument("--round-size", type=_positive_int, default=None, help="default: planned")
-    train.add_argument("--rounds", type=_positive_int, default=None, help="default: planned")
+    train.add_argument(
+        "--round-size",
+        type=_positive_int,
+        default=None,
+        help="devices per round (default: planned from the devices and ε)",
+    )
+    train.add_argument(
+        "--rounds",
+        type=_positive_int,
+        default=None,
+        help="rounds of gradient descent (default: planned from the devices and ε)",
+    )
     train.add_argument(
         "--concurrency", type=_positive_int, default=16, help="devices at once (default 16)"
     )
     train.add_argument("--seed", type=int, default=None, help="seed the devices' noise")
     train.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _add_token_options(command: argparse.ArgumentParser, admin_does: str) -> None:
+    """``--admin-token`` and ``--analyst-token``, read from the environment by default."""
+    command.add_argument(
+        "--admin-token",
+        default=os.environ.get("LDPCOLLECT_ADMIN_TOKEN"),
+        help=f"the aggregator's admin token, to {admin_does} (default: $LDPCOLLECT_ADMIN_TOKEN)",
+    )
+    command.add_argument(
+        "--analyst-token",
+        default=os.environ.get("LDPCOLLECT_ANALYST_TOKEN"),
+        help="the aggregator's analyst token, to read the results"
+        " (default: $LDPCOLLECT_ANALYST_TOKEN)",
+    )
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -201,6 +282,7 @@ def _train(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from ldp_simulation.demo import format_table, run_demo, simulate
     from ldp_simulation.fleet import DemoOptions
+    from ldp_simulation.progress import ProgressBars
 
     options = DemoOptions(
         epsilon=args.epsilon,
@@ -235,6 +317,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.command in SERVER_COMMANDS:
         return run_server_command(args)
     if args.command == "report":
+        from ldp_simulation.report_command import run_report
+
         return run_report(args)
     if args.command == "train":
         return _train(args)
@@ -243,7 +327,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``ldpcollect``: parse the command line, run the sub-command, return the exit status."""
-    return run_reporting_errors(_run, build_parser().parse_args(argv))
+    return run_reporting_errors(_run, build_parser().parse_args(argv), COMMAND_EXTRAS)
 
 
 if __name__ == "__main__":

@@ -168,7 +168,7 @@ def format_table(result: DemoResult, title: str = "ldpcollect demo") -> str:
     ]
     lines += format_frequencies(result.to_json()["frequencies"], result.confidence)
     if "naive_bayes" in result.extras:
-        lines += [*format_naive_bayes(result.extras["naive_bayes"]), ""]
+        lines += [*format_naive_bayes(result.extras["naive_bayes"], result.mechanism), ""]
     if "numeric" in result.extras:
         lines += format_numeric(result.extras["numeric"])
     if result.itemsets_text:

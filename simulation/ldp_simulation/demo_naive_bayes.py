@@ -133,14 +133,27 @@ def simulate_naive_bayes(
     )
 
 
-def format_naive_bayes(block: dict[str, Any]) -> list[str]:
-    """The demo table's naive Bayes lines, from the ``"naive_bayes"`` JSON block."""
+def format_naive_bayes(block: dict[str, Any], requested_mechanism: str | None = None) -> list[str]:
+    """The demo table's naive Bayes lines, from the ``"naive_bayes"`` JSON block.
+
+    ``requested_mechanism`` is the demo's ``--mechanism``: when the collection could not
+    use it (:func:`naive_bayes_spec`), the heading says so and why.
+    """
+    mechanism = block["mechanism"].upper()
+    if requested_mechanism is not None and requested_mechanism != block["mechanism"]:
+        mechanism += (
+            f" (not {requested_mechanism.upper()}: only unary encoding reports a value"
+            " together with its class)"
+        )
+    rows = [
+        ("ldpcollect, trained from the perturbed reports", f"{block['accuracy']:.1%}"),
+        ("non-private: " + block["baseline"], f"{block['baseline_accuracy']:.1%}"),
+    ]
+    width = max(len(name) for name, _ in rows)
     return [
         f"naive Bayes on the label '{LABEL}' ({block['n_reports']:,} clients reported the "
         f"{block['n_train_records']:,} training records jointly with their class, "
-        f"{block['mechanism'].upper()}, budget '{block['budget']}', "
-        f"ε = {block['epsilon']:.3g} per record)",
-        f"  {'model':<52} accuracy on the {block['n_test']} held-out records",
-        f"  {'ldpcollect, trained from the perturbed reports':<52} {block['accuracy']:.1%}",
-        f"  {'non-private: ' + block['baseline']:<52} {block['baseline_accuracy']:.1%}",
+        f"{mechanism}, budget '{block['budget']}', ε = {block['epsilon']:.3g} per record)",
+        f"  {'model':<{width}} accuracy on the {block['n_test']} held-out records",
+        *(f"  {name:<{width}} {accuracy}" for name, accuracy in rows),
     ]

@@ -28,11 +28,9 @@ from typing import IO, Any, TypeVar
 
 import httpx
 import numpy as np
-from pydantic import ValidationError
 
 from ldp_client import LDPClient
 from ldp_shared.errors import CollectionNotFoundError, ConflictError, TransportError
-from ldp_shared.mechanisms.registry import mechanism_names, spec_class
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 from ldp_simulation.progress import Progress
@@ -246,19 +244,3 @@ def deal_records(
     finally:
         for client in clients:
             client.close()
-
-
-def frequency_demo_mechanisms() -> list[str]:
-    """The registered mechanisms the frequency demo can run: those whose estimates are a
-    distribution and whose spec needs nothing but a domain (``oue``, ``sue``, ``grr``)."""
-    usable = []
-    for name in mechanism_names():
-        candidate = spec_class(name)
-        if not candidate.is_distribution or not candidate.takes_budget:
-            continue
-        try:
-            candidate.model_validate({"name": "probe", "mechanism": name, "domain": ["a", "b"]})
-        except ValidationError:
-            continue
-        usable.append(name)
-    return usable

@@ -4,13 +4,17 @@ A stage is named by its label ("car-demo: clients reporting", "mining itemsets",
 :meth:`ProgressBars.count` moves a bar with a known total, :meth:`ProgressBars.status`
 shows what a stage without a total (a job polled on the aggregator) is doing. Functions
 that take a ``progress`` argument accept ``None`` for no output.
+
+tqdm comes with the demo extra; it is imported when :class:`ProgressBars` is made (before
+a run starts), so that the :class:`Progress` protocol can be imported without it.
 """
 
 from __future__ import annotations
 
-from typing import Never, Protocol
+from typing import TYPE_CHECKING, Never, Protocol
 
-from tqdm import tqdm
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 
 class Progress(Protocol):
@@ -27,11 +31,14 @@ class ProgressBars:
     """One tqdm bar per stage, on stderr; a bar closes when its stage is complete."""
 
     def __init__(self) -> None:
+        from tqdm import tqdm
+
+        self._tqdm = tqdm
         self._bars: dict[str, tqdm[Never]] = {}
 
     def _bar(self, label: str, total: int | None, unit: str) -> tqdm[Never]:
         if label not in self._bars:
-            self._bars[label] = tqdm(
+            self._bars[label] = self._tqdm(
                 total=total, desc=label, unit=unit, leave=True, dynamic_ncols=True
             )
         return self._bars[label]

@@ -6,6 +6,9 @@ perturbs each record given as JSON with the SDK (the raw values never leave this
 process), and prints ``{"reports": [...]}`` for ``POST .../reports``. It spends the
 device's privacy like any client without a ledger: each printed report is one
 contribution of the record's ε.
+
+A record that cannot be reported is one line naming it: ``record N`` counts the records
+given, and one read from stdin also names its line there (``record 3 (stdin line 5)``).
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ldp_client import LDPClient
 from ldp_shared.errors import InvalidRecordError
 from ldp_shared.wire import ReportBatch
+
+STDIN = "-"
 
 
 def add_report_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,26 +40,61 @@ def add_report_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     report.add_argument("records", nargs="+", metavar="RECORD", help="a record as JSON, or -")
 
 
-def _parse_records(texts: list[str]) -> list[dict[str, Any]]:
-    lines = [line for text in texts for line in (sys.stdin if text == "-" else [text])]
-    records = []
-    for line in lines:
+@dataclass(frozen=True)
+class GivenRecord:
+    """A record as parsed, and where it came from (for the error that names it)."""
+
+    where: str
+    record: dict[str, Any]
+
+
+def _numbered_lines(texts: Sequence[str]) -> Iterator[tuple[str, int | None]]:
+    """Each RECORD argument, or each line of stdin for ``-``, with its stdin line number."""
+    for text in texts:
+        if text == STDIN:
+            yield from ((line, number) for number, line in enumerate(sys.stdin, 1))
+        else:
+            yield text, None
+
+
+def parse_records(texts: Sequence[str]) -> list[GivenRecord]:
+    """The JSON objects given as RECORD arguments and on stdin (``-``), blank lines skipped."""
+    records: list[GivenRecord] = []
+    for line, stdin_line in _numbered_lines(texts):
         if not line.strip():
             continue
+        where = f"record {len(records) + 1}"
+        if stdin_line is not None:
+            where += f" (stdin line {stdin_line})"
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            raise InvalidRecordError(f"a record is not valid JSON: {error}") from None
+            raise InvalidRecordError(
+                f"{where}: not valid JSON ({error.msg} at column {error.colno})"
+            ) from None
         if not isinstance(record, dict):
-            raise InvalidRecordError(f"a record must be a JSON object, got {line.strip()!r}")
-        records.append(record)
+            raise InvalidRecordError(f"{where}: must be a JSON object, got {line.strip()!r}")
+        records.append(GivenRecord(where, record))
+    if not records:
+        raise InvalidRecordError(
+            "no records on stdin (write one JSON object per line)"
+            if STDIN in texts
+            else "no records: every RECORD is blank"
+        )
     return records
 
 
 def run_report(args: argparse.Namespace) -> int:
     """Print the perturbed reports of the given records as one upload body."""
-    records = _parse_records(args.records)
+    from ldp_client import LDPClient
+
+    records = parse_records(args.records)
+    reports = []
     with LDPClient(args.url) as client:
-        reports = client.privatize_many(args.collection, records)
+        for given in records:
+            try:
+                reports.append(client.privatize(args.collection, given.record))
+            except InvalidRecordError as error:
+                raise InvalidRecordError(f"{given.where}: {error.detail}") from None
     print(ReportBatch(reports=reports).model_dump_json())
     return 0

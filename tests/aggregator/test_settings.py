@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from ldp_aggregator.settings import (
     DEFAULT_DATABASE_URL,
     DEFAULT_MAX_BODY_BYTES,
+    MIN_TOKEN_CHARACTERS,
     Settings,
     TokenDigests,
     token_digest,
@@ -125,3 +126,33 @@ def test_upload_limits_read_from_the_environment(monkeypatch: pytest.MonkeyPatch
 def test_upload_limits_are_checked(bad: dict[str, float]) -> None:
     with pytest.raises(ValidationError):
         Settings(**bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "tokens",
+    [
+        {"admin_token": "one-token-for-both-roles", "analyst_token": "one-token-for-both-roles"},
+        {"admin_token": "x", "analyst_token_sha256": token_digest("x")},
+        {"admin_token_sha256": token_digest("y"), "analyst_token_sha256": token_digest("y")},
+    ],
+    ids=["plain", "plain-and-digest", "digests"],
+)
+def test_one_token_for_both_roles_is_refused(tokens: dict[str, str]) -> None:
+    with pytest.raises(ValidationError, match="the admin and the analyst have the same token"):
+        Settings(**tokens)  # type: ignore[arg-type]
+
+
+def test_short_plain_tokens_are_named_with_their_length_never_shown() -> None:
+    settings = Settings(
+        admin_token="x", analyst_token="fifteen-chars!!", metrics_token="m" * MIN_TOKEN_CHARACTERS
+    )
+    warnings = settings.weak_token_warnings()
+    assert len(warnings) == 2
+    assert warnings[0].startswith("LDPCOLLECT_ADMIN_TOKEN is only 1 character long")
+    assert warnings[1].startswith("LDPCOLLECT_ANALYST_TOKEN is only 15 characters long")
+    assert not any("fifteen-chars!!" in w or " x " in w for w in warnings)
+
+
+def test_long_generated_and_digest_tokens_get_no_warning() -> None:
+    settings, _ = Settings(admin_token_sha256=token_digest("x")).with_generated_tokens()
+    assert settings.weak_token_warnings() == []

@@ -3,6 +3,7 @@ make a report with ``ldpcollect report``, upload it, read the frequencies (no 40
 
 from __future__ import annotations
 
+import io
 import json
 
 import httpx
@@ -72,3 +73,16 @@ def test_a_bad_record_is_one_line(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert message in captured.err and captured.err.count("\n") == 1, captured.err
+
+
+def test_a_record_outside_the_domain_on_stdin_is_named_by_its_line(
+    server: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    httpx.post(f"{server}/v1/collections", json=SPEC, headers=admin)
+    monkeypatch.setattr("sys.stdin", io.StringIO('{"browser": "a"}\n\n{"browser": "z"}\n'))
+    assert main(["report", server, "survey", "-"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("ldpcollect: error: record 2 (stdin line 3): ")
+    assert "not in its domain" in captured.err and captured.err.count("\n") == 1

@@ -1,15 +1,23 @@
-"""Engine factory: one code path for SQLite (embedded default) and PostgreSQL."""
+"""Engine factory: one code path for SQLite (embedded default) and PostgreSQL.
+
+A database URL that cannot work is a :class:`ConfigurationError` of one line that says
+what to write instead: an unknown scheme (``postgres://``, a typo), a driver that is not
+installed, a SQLite file in a folder that does not exist.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import URL, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.pool import StaticPool
 
 from ldp_shared.errors import ConfigurationError
 
+ACCEPTED_URLS = "sqlite:///path/to/file.db or postgresql+psycopg://user@host:port/db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_CACHE_KIB = 16_384
 """Page cache per connection. Report ids are random, so every batch touches pages all
@@ -55,7 +63,13 @@ def _postgres_session(dbapi_connection: Any, _record: Any) -> None:
 
 def make_engine(database_url: str, **kwargs: Any) -> Engine:
     """A SQLAlchemy engine for ``database_url``, with the SQLite pragmas where they apply."""
-    url = make_url(database_url)
+    try:
+        url = make_url(database_url)
+    except ArgumentError:
+        # not echoed: an unparsable URL may still hold a password
+        raise ConfigurationError(
+            f"the database URL cannot be parsed as a URL: write {ACCEPTED_URLS}"
+        ) from None
     # LIFO: reuse the most recently used connection, whose page cache is warm
     options: dict[str, Any] = {"pool_pre_ping": True, "pool_use_lifo": True}
     if url.get_backend_name() == "sqlite":
@@ -68,13 +82,17 @@ def make_engine(database_url: str, **kwargs: Any) -> Engine:
             # an in-memory database lives in one connection: share it
             options["poolclass"] = StaticPool
             del options["pool_use_lifo"]
+        else:
+            _check_sqlite_folder(url)
     options.update(kwargs)
     try:
         engine = create_engine(url, **options)
+    except NoSuchModuleError:
+        raise ConfigurationError(
+            f"the database URL scheme {url.drivername + '://'!r} is unknown: write {ACCEPTED_URLS}"
+        ) from None
     except ImportError as error:
-        if url.get_backend_name() != "postgresql":
-            raise
-        raise ConfigurationError(_missing_postgres_driver(url.drivername, error)) from error
+        raise ConfigurationError(_missing_driver(url, error)) from error
     if url.get_backend_name() == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     elif url.get_backend_name() == "postgresql" and url.get_driver_name() == "psycopg":
@@ -82,10 +100,29 @@ def make_engine(database_url: str, **kwargs: Any) -> Engine:
     return engine
 
 
-def _missing_postgres_driver(drivername: str, error: ImportError) -> str:
-    """One line naming what to install when a PostgreSQL URL's driver is missing."""
+def _check_sqlite_folder(url: URL) -> None:
+    """Refuse a SQLite file whose folder does not exist (SQLite creates the file only)."""
+    database = url.database or ""
+    if database.startswith("file:"):  # a SQLite URI (?uri=true): SQLite resolves it
+        return
+    folder = Path(database).parent
+    if not folder.is_dir():
+        raise ConfigurationError(
+            f"the SQLite database {database} cannot be created: its folder {folder} does not"
+            " exist (create it, or point the URL at an existing folder)"
+        )
+
+
+def _missing_driver(url: URL, error: ImportError) -> str:
+    """One line naming what to install, or what to write, when a URL's driver is missing."""
+    module = error.name or "of its driver"
+    if url.get_backend_name() != "postgresql":
+        return (
+            f"the database URL {url.drivername}://... needs the module {module}, which is not"
+            f" installed; ldpcollect runs on {ACCEPTED_URLS}"
+        )
     return (
-        f"the database URL {drivername}://... needs the module {error.name or 'of its driver'}, "
+        f"the database URL {url.drivername}://... needs the module {module}, "
         'which is not installed: pip install -e ".[postgres]" (or "ldpcollect[postgres]") '
         "and write the URL as postgresql+psycopg://..."
     )
