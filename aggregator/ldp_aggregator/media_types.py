@@ -34,6 +34,8 @@ def is_json_media_type(content_type: str | None) -> bool:
     """Whether FastAPI parses a body of this ``Content-Type`` as JSON."""
     if not content_type:
         return False
+    if content_type.partition(";")[0].strip().lower() == JSON_MEDIA_TYPE:
+        return True  # what every JSON client sends: no header parsing on the upload path
     message = email.message.Message()
     message["content-type"] = content_type
     subtype = message.get_content_subtype()
