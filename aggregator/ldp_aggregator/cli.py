@@ -97,11 +97,12 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ldp_aggregator.app import create_app
-    from ldp_aggregator.storage.engine import make_engine, ping
+    from ldp_aggregator.storage.engine import check_sqlite_folder, make_engine, ping
 
     settings, generated = _settings(args.database_url).with_generated_tokens()
     for warning in settings.weak_token_warnings():
         logger.warning("%s: warning: %s", PROG, warning)
+    check_sqlite_folder(settings.database_url)
     engine = make_engine(settings.database_url)
     try:
         ping(engine)  # a bad URL or an unreachable database is one line, not a traceback
@@ -150,10 +151,12 @@ def _settings_error(error: ValidationError) -> str:
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    from ldp_aggregator.storage.engine import make_engine
+    from ldp_aggregator.storage.engine import check_sqlite_folder, make_engine
     from ldp_aggregator.storage.migrate import current_revision, upgrade
 
-    engine = make_engine(_settings(args.database_url).database_url)
+    database_url = _settings(args.database_url).database_url
+    check_sqlite_folder(database_url)
+    engine = make_engine(database_url)
     try:
         upgrade(engine)
         print(f"ldpcollect: database schema at revision {current_revision(engine)}")

@@ -2,7 +2,10 @@
 
 A database URL that cannot work is a :class:`ConfigurationError` of one line that says
 what to write instead: an unknown scheme (``postgres://``, a typo), a driver that is not
-installed, a SQLite file in a folder that does not exist.
+installed; and, from :func:`check_sqlite_folder`, which ``ldpcollect serve`` and
+``migrate`` call before they start, a SQLite file in a folder that does not exist (the
+engine itself accepts one: a running server whose database folder is gone answers 503
+and ``/readyz`` says so).
 """
 
 from __future__ import annotations
@@ -82,8 +85,6 @@ def make_engine(database_url: str, **kwargs: Any) -> Engine:
             # an in-memory database lives in one connection: share it
             options["poolclass"] = StaticPool
             del options["pool_use_lifo"]
-        else:
-            _check_sqlite_folder(url)
     options.update(kwargs)
     try:
         engine = create_engine(url, **options)
@@ -100,9 +101,16 @@ def make_engine(database_url: str, **kwargs: Any) -> Engine:
     return engine
 
 
-def _check_sqlite_folder(url: URL) -> None:
-    """Refuse a SQLite file whose folder does not exist (SQLite creates the file only)."""
+def check_sqlite_folder(database_url: str) -> None:
+    """Refuse a SQLite file whose folder does not exist (SQLite creates the file only);
+    other URLs, in-memory databases and SQLite URIs pass."""
+    try:
+        url = make_url(database_url)
+    except ArgumentError:
+        return  # make_engine says what is wrong with it
     database = url.database or ""
+    if url.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return
     if database.startswith("file:"):  # a SQLite URI (?uri=true): SQLite resolves it
         return
     folder = Path(database).parent
