@@ -20,6 +20,7 @@ from ldp_aggregator import naive_bayes
 from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView, Redirect
 from ldp_aggregator.ui.states import problem_view
 from ldp_shared.errors import InvalidQueryError, LDPError
+from ldp_shared.validation import one_line
 from ldp_shared.wire import COUNT_REPAIRS, MAX_PREDICT_RECORDS, NaiveBayesTrainRequest
 
 FIX_THE_FILE = "Correct the file and upload it again; nothing of this one was kept."
@@ -64,17 +65,9 @@ def train(ctx: PanelContext, form: FormData) -> PanelView | Redirect:
     try:
         request = NaiveBayesTrainRequest(alpha=alpha, repair=repair)
     except ValidationError as error:
-        raise InvalidQueryError(_first_problem(error)) from None
+        raise InvalidQueryError(one_line(error.errors())) from None
     model = naive_bayes.train_model(ctx.state.engine, ctx.collection, request)
     return Redirect(ctx.url("naive-bayes", model=model.id))
-
-
-def _first_problem(error: ValidationError) -> str:
-    """One line for a refused form field, e.g. "alpha: Input should be greater than or
-    equal to 0" (the bounds the API's schema states)."""
-    first = error.errors(include_url=False)[0]
-    field = ".".join(str(part) for part in first["loc"])
-    return f"{field}: {first['msg']}" if field else str(first["msg"])
 
 
 def read_labelled_csv(
