@@ -21,6 +21,7 @@ from ldp_aggregator.storage.collections import StoredCollection, utc_today
 from ldp_aggregator.storage.models import insert_model, list_model_ids, load_model_json
 from ldp_aggregator.storage.stats import read_stats
 from ldp_shared.analyses import naive_bayes as nb
+from ldp_shared.errors import CorruptStatisticsError
 from ldp_shared.wire import (
     CategoricalNBExport,
     NaiveBayesModel,
@@ -81,10 +82,19 @@ def train_model(
 
 
 def get_model(engine: Engine, collection: StoredCollection, model_id: str) -> NaiveBayesModel:
-    """A stored model; :class:`~ldp_shared.errors.ModelNotFoundError` if there is none."""
-    return NaiveBayesModel.model_validate_json(
-        load_model_json(engine, collection.id, KIND, model_id)
-    )
+    """A stored model; :class:`~ldp_shared.errors.ModelNotFoundError` if there is none,
+    :class:`~ldp_shared.errors.CorruptStatisticsError` if it cannot be read back (stored
+    before training refused numbers that JSON cannot carry: their ``null`` fails the
+    model's schema)."""
+    stored = load_model_json(engine, collection.id, KIND, model_id)
+    try:
+        return NaiveBayesModel.model_validate_json(stored)
+    except ValidationError:
+        raise CorruptStatisticsError(
+            f"the stored naive Bayes model {model_id!r} cannot be read back: it holds numbers"
+            " that are not finite (it was trained before such models were refused); train"
+            " the collection again"
+        ) from None
 
 
 def model_ids(engine: Engine, collection: StoredCollection) -> list[str]:
@@ -96,13 +106,12 @@ def readable_models(
     engine: Engine, collection: StoredCollection
 ) -> tuple[list[NaiveBayesModel], list[str]]:
     """The collection's models that can be read back, and the ids of those that cannot
-    (stored before training refused numbers JSON cannot carry: their ``null`` fails the
-    model's schema), so that one such model does not hide the others."""
+    (see :func:`get_model`), so that one such model does not hide the others."""
     readable, unreadable = [], []
     for model_id in model_ids(engine, collection):
         try:
             readable.append(get_model(engine, collection, model_id))
-        except ValidationError:
+        except CorruptStatisticsError:
             unreadable.append(model_id)
     return readable, unreadable
 

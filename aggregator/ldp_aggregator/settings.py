@@ -124,6 +124,11 @@ class Settings(BaseSettings):
                 "the admin and the analyst have the same token: give each role its own"
                 " (with one token the analyst could create and delete collections)"
             )
+        if digests.metrics is not None and digests.metrics in (digests.admin, digests.analyst):
+            raise ValueError(
+                "the metrics token is also a role's token: give /metrics a token of its own"
+                " (the scraper's configuration holds it in plain text)"
+            )
         return self
 
     def weak_token_warnings(self) -> list[str]:

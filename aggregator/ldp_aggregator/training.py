@@ -194,7 +194,7 @@ def job_layout(engine: Engine, collection: StoredCollection, job_id: str) -> Fea
     asks for a place); :class:`NotFoundError` if the collection has no such job."""
     with engine.connect() as connection:
         row = job_row(connection, collection, job_id)
-    return TrainingSpec.model_validate_json(row.request_json).layout
+    return mechanisms_of(row.request_json).spec.layout  # parsed once per job (cached)
 
 
 def trained_model(engine: Engine, collection: StoredCollection, job_id: str) -> TrainedModel:

@@ -215,7 +215,8 @@ class JobCancelledError(LDPError):
 
 
 class CorruptStatisticsError(LDPError):
-    """Stored statistics do not fit their collection's config (should never happen)."""
+    """Stored statistics do not fit their collection's config, or a stored model cannot be
+    read back (should never happen)."""
 
     type_slug = "corrupt-statistics"
     title = "Stored statistics are inconsistent"

@@ -94,10 +94,14 @@ def test_a_driver_of_another_database_is_one_line(
     assert "needs the module MySQLdb" in line and ACCEPTED in line
 
 
+@pytest.mark.parametrize(
+    "url", ["user:s3cret@nowhere", "postgresql+psycopg://user:s3cret@host:abc/db"]
+)
+@pytest.mark.parametrize("command", ["serve", "migrate"])
 def test_an_unparsable_url_is_one_line_without_echoing_it(
-    capsys: pytest.CaptureFixture[str],
+    command: str, url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["migrate", "--database-url", "user:s3cret@nowhere"]) == EXIT_ERROR
+    assert main([command, "--database-url", url]) == EXIT_ERROR
     line = _one_error_line(capsys)
     assert ACCEPTED in line and "s3cret" not in line
 

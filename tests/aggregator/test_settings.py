@@ -142,6 +142,14 @@ def test_one_token_for_both_roles_is_refused(tokens: dict[str, str]) -> None:
         Settings(**tokens)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("role", ["admin", "analyst"])
+def test_a_metrics_token_that_is_a_roles_token_is_refused(role: str) -> None:
+    tokens = {"admin_token": "a" * 32, "analyst_token": "b" * 32}
+    with pytest.raises(ValidationError, match="the metrics token is also a role's token"):
+        Settings(**tokens, metrics_token=tokens[f"{role}_token"])  # type: ignore[arg-type]
+    Settings(**tokens, metrics_token="c" * 32)  # type: ignore[arg-type]
+
+
 def test_short_plain_tokens_are_named_with_their_length_never_shown() -> None:
     settings = Settings(
         admin_token="x", analyst_token="fifteen-chars!!", metrics_token="m" * MIN_TOKEN_CHARACTERS

@@ -68,7 +68,7 @@ def make_engine(database_url: str, **kwargs: Any) -> Engine:
     """A SQLAlchemy engine for ``database_url``, with the SQLite pragmas where they apply."""
     try:
         url = make_url(database_url)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # ValueError: e.g. a port that is not a number
         # not echoed: an unparsable URL may still hold a password
         raise ConfigurationError(
             f"the database URL cannot be parsed as a URL: write {ACCEPTED_URLS}"
@@ -106,7 +106,7 @@ def check_sqlite_folder(database_url: str) -> None:
     other URLs, in-memory databases and SQLite URIs pass."""
     try:
         url = make_url(database_url)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # ValueError: e.g. a port that is not a number
         return  # make_engine says what is wrong with it
     database = url.database or ""
     if url.get_backend_name() != "sqlite" or database in ("", ":memory:"):

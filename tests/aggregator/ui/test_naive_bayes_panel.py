@@ -120,6 +120,17 @@ def test_one_unreadable_model_leaves_the_others_on_the_panel(ui_client: TestClie
             assert "Not shown: 1 stored model that cannot be read back" in page
             assert "broken-model-0001" in page and f"model={good}" in response.text
         assert f"Model {good}" in _text(ui_client.get(f"{PANEL}?model={good}").text)
+        # the API answers such a model with its typed problem, not an unexpected error
+        bad = f"{API}/{broken['id']}"
+        record = {"buying": "low", "maint": "low", "doors": "2", "persons": "2"}
+        for response in (
+            ui_client.get(bad, headers=ANALYST),
+            ui_client.get(f"{bad}/export", headers=ANALYST),
+            ui_client.post(f"{bad}/predict", json={"records": [record]}, headers=ANALYST),
+        ):
+            assert response.status_code == 500, response.text
+            assert response.json()["type"].endswith("/corrupt-statistics")
+            assert "cannot be read back" in response.json()["detail"]
     finally:
         with state.engine.begin() as connection:
             connection.execute(delete(models).where(models.c.model_id == broken["id"]))
