@@ -5,6 +5,7 @@ second participation or an ε over its limit before anything is sent."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from tests.e2e.conftest import ADMIN, ANALYST
 
-from ldp_client import DevicePolicy, LDPClient
+from ldp_client import AsyncLDPClient, DevicePolicy, LDPClient
 from ldp_shared.analyses.logistic.training import predict_proba
 from ldp_shared.errors import (
     AlreadyParticipatedError,
@@ -124,3 +125,31 @@ def test_a_record_that_cannot_be_encoded_takes_no_place(server: str) -> None:
         # the round's 20 places are all free for good records: the 20th closes round 0
         results = [client.participate(COLLECTION, job_id, record) for record in good]
         assert results[-1].round_closed and client.training_job(COLLECTION, job_id).round == 1
+
+
+def test_the_async_device_checks_its_record_before_taking_a_place(server: str) -> None:
+    """The async SDK's participate (layout read, record encoded, then a place): the same
+    refusals as the sync one, and a bad record leaves every place to the good ones."""
+    data = load_breast_cancer()
+    good = device_records(data, split(data)[0], 20)
+    with LDPClient(server, token=ADMIN) as admin:
+        admin.create_collection(_collection_spec())
+    with LDPClient(server, token=ANALYST) as analyst:
+        job_id = _job(analyst, participation_seconds=600)
+    unlabelled = {key: value for key, value in good[0].items() if key != "diagnosis"}
+
+    async def devices() -> list[bool]:
+        async with AsyncLDPClient(server, rng=seeded_rng(9)) as client:
+            with pytest.raises(InvalidRecordError, match="no label 'diagnosis'"):
+                await client.participate(COLLECTION, job_id, unlabelled)
+            with pytest.raises(NotFoundError, match="no training job can have the id 'nope'"):
+                await client.participate(COLLECTION, "nope", good[0])
+            return [
+                (await client.participate(COLLECTION, job_id, record)).round_closed
+                for record in good
+            ]
+
+    closed = asyncio.run(devices())
+    assert closed == [False] * 19 + [True]
+    with LDPClient(server, token=ANALYST) as analyst:
+        assert analyst.training_job(COLLECTION, job_id).round == 1
