@@ -14,23 +14,21 @@ The estimator (MASK, Rizvi and Haritsa, VLDB 2002) is :mod:`ldp_shared.analyses.
 from __future__ import annotations
 
 import math
-import re
 import time
 from urllib.parse import quote
 
 from ldp_client.protocol import ApiCall, collection_path
 from ldp_shared.errors import (
     InvalidQueryError,
-    NotFoundError,
     TransportError,
     error_class_for_type,
 )
 from ldp_shared.itemset_wire import (
-    JOB_ID_PATTERN,
     ItemsetJob,
     ItemsetQuery,
     ItemsetResult,
     MaskPrivacy,
+    check_job_id,
     check_mining_query,
 )
 from ldp_shared.validation import validated
@@ -44,8 +42,6 @@ __all__ = [
     "mine_itemsets_call",
     "server_wait",
 ]
-
-_JOB_ID = re.compile(JOB_ID_PATTERN)
 
 DEFAULT_WAIT_SECONDS = 5.0
 """How long the aggregator holds the mining request before answering "still running"."""
@@ -116,11 +112,9 @@ def mine_itemsets_call(name: str, query: ItemsetQuery) -> ApiCall[ItemsetJob]:
 
 def itemset_job_call(name: str, job_id: str) -> ApiCall[ItemsetJob]:
     """``GET .../itemsets/{id}`` (analyst); an id no job can have is refused locally."""
-    if not isinstance(job_id, str) or _JOB_ID.fullmatch(job_id) is None:
-        raise NotFoundError(f"no itemset job can have the id {job_id!r}")
     return ApiCall(
         "GET",
-        itemsets_path(name) + "/" + quote(job_id, safe=""),
+        itemsets_path(name) + "/" + quote(check_job_id(job_id, "itemset"), safe=""),
         ItemsetJob.model_validate_json,
         auth=True,
     )

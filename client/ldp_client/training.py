@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,10 +31,9 @@ from ldp_client.protocol import ApiCall, collection_path
 from ldp_shared.errors import (
     ConfigurationError,
     InvalidRecordError,
-    NotFoundError,
     PrivacyPolicyError,
 )
-from ldp_shared.itemset_wire import JOB_ID_PATTERN
+from ldp_shared.itemset_wire import check_job_id
 from ldp_shared.learning import device
 from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomizer
@@ -72,17 +70,9 @@ def _jobs_path(name: str) -> str:
     return f"{collection_path(name)}/training-jobs"
 
 
-_JOB_ID = re.compile(JOB_ID_PATTERN)
-
-
 def _job_path(name: str, job_id: str) -> str:
     """The job's path; an id no job can have is refused here, before any request."""
-    if not isinstance(job_id, str) or _JOB_ID.fullmatch(job_id) is None:
-        raise NotFoundError(
-            f"no training job can have the id {job_id!r}: ids are 16 to 32 letters, digits,"
-            " '-' or '_'"
-        )
-    return f"{_jobs_path(name)}/{quote(job_id, safe='')}"
+    return f"{_jobs_path(name)}/{quote(check_job_id(job_id, 'training'), safe='')}"
 
 
 def create_training_job_call(name: str, spec: TrainingSpec) -> ApiCall[TrainingJob]:

@@ -10,17 +10,34 @@ answers a :class:`MaskPrivacy`.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ldp_shared.collection import AttributeConfig
-from ldp_shared.errors import InvalidQueryError
+from ldp_shared.errors import InvalidQueryError, NotFoundError
 from ldp_shared.kernel import z_value
 from ldp_shared.mechanisms import Mask
 from ldp_shared.wire import checked_range
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9_-]{16,32}$"
+_JOB_ID = re.compile(JOB_ID_PATTERN)
+
+
+def check_job_id(job_id: object, kind: str) -> str:
+    """``job_id`` if a job (``kind``: "itemset", "training") can have it, else the
+    :class:`NotFoundError` the server answers such an id with (and the SDK raises before
+    sending it): not a 422 about a pattern. A long id is shown cut at 40 characters."""
+    if isinstance(job_id, str) and _JOB_ID.fullmatch(job_id) is not None:
+        return job_id
+    shown = repr(job_id)
+    if len(shown) > 42:
+        shown = shown[:41] + "..."
+    raise NotFoundError(
+        f"no {kind} job can have the id {shown}: ids are 16 to 32 letters, digits, '-' or '_'"
+    )
+
 
 MAX_WAIT_SECONDS = 60.0
 MAX_RULES = 100_000

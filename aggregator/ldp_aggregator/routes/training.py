@@ -3,7 +3,6 @@ upload limits). See ``docs/training-jobs.md``."""
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Request, Response, status
@@ -13,8 +12,7 @@ from ldp_aggregator.auth import require_analyst
 from ldp_aggregator.deps import AppState, app_state
 from ldp_aggregator.problems import problem_responses
 from ldp_aggregator.storage.collections import StoredCollection
-from ldp_shared.errors import NotFoundError
-from ldp_shared.itemset_wire import JOB_ID_PATTERN
+from ldp_shared.itemset_wire import check_job_id
 from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.training_wire import (
     TOKEN_PATTERN,
@@ -28,8 +26,6 @@ from ldp_shared.training_wire import (
 
 router = APIRouter(prefix="/v1/collections", tags=["training"])
 
-_JOB_ID = re.compile(JOB_ID_PATTERN)
-
 
 def _job_id(
     job_id: Annotated[
@@ -37,13 +33,7 @@ def _job_id(
     ],
 ) -> str:
     """The path's job id; 404 for an id no job can have (not a 422 about a pattern)."""
-    if _JOB_ID.fullmatch(job_id) is None:
-        shown = job_id if len(job_id) <= 40 else job_id[:40] + "..."
-        raise NotFoundError(
-            f"no training job can have the id {shown!r}: ids are 16 to 32 letters, digits,"
-            " '-' or '_'"
-        )
-    return job_id
+    return check_job_id(job_id, "training")
 
 
 JobId = Annotated[str, Depends(_job_id)]
