@@ -9,13 +9,17 @@ attribute is estimated from the reports that carried it, with the sampling varia
 (:mod:`ldp_shared.analyses.ibu`, plain EM updates) beside the raw estimate; an
 attribute with ordered values also gets its CDF, mean rank and median
 (:mod:`ldp_shared.analyses.ordinal`).
+
+``values=x,y,z`` estimates only the values named (:mod:`ldp_shared.candidates`); an
+attribute with an open domain (``flh``) has no list of values and is estimated only so.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Literal
+from typing import Any, Literal
 
+from numpy.typing import NDArray
 from sqlalchemy import Engine
 
 from ldp_aggregator.release import (
@@ -27,6 +31,7 @@ from ldp_aggregator.release import (
 )
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.stats import Stats
+from ldp_shared import candidates
 from ldp_shared.analyses.ibu import DEFAULT_TOLERANCE, Functional, IBUResult, bayesian_update
 from ldp_shared.analyses.joint import (
     attribute_channel,
@@ -37,8 +42,9 @@ from ldp_shared.analyses.joint import (
 )
 from ldp_shared.analyses.ordinal import ordinal_summary
 from ldp_shared.analyses.postprocess import POSTPROCESS_METHODS, PostProcess, postprocess
+from ldp_shared.codec import domain_indices
 from ldp_shared.collection import AttributeConfig, CollectionConfig
-from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
+from ldp_shared.errors import InsufficientReportsError, InvalidQueryError, InvalidRecordError
 from ldp_shared.kernel import FrequencyEstimate, z_value
 from ldp_shared.wire import FrequencyResult, IBUStatus, OrdinalEstimate, OrdinalSummary
 
@@ -47,7 +53,11 @@ METHODS: tuple[Method, ...] = (*POSTPROCESS_METHODS, "ibu")
 
 
 def check_frequency_query(
-    config: CollectionConfig, attribute: str, confidence: float, method: str
+    config: CollectionConfig,
+    attribute: str,
+    confidence: float,
+    method: str,
+    values: str | None = None,
 ) -> tuple[int | None, Method]:
     """Validate a query; returns the attribute's position (``None`` for the label) and the
     post-processing method."""
@@ -59,6 +69,17 @@ def check_frequency_query(
             f"unknown post-processing {method!r}; choose one of {', '.join(METHODS)}"
         )
     known_method: Method = method
+    if values is not None and known_method != "none":
+        raise InvalidQueryError(
+            f"postprocess={known_method} works on the whole distribution; leave out values="
+            " or ask postprocess=none"
+        )
+    if values is None and attr is not None and config.spec_of(attr).is_open:
+        raise InvalidQueryError(
+            f"attribute {attribute!r} has an open domain: no list of its values exists, so"
+            " name the values to estimate (values=x,y,z, at most"
+            f" {candidates.MAX_CANDIDATES})"
+        )
     if attr is None:
         if known_method == "ibu":
             raise InvalidQueryError(
@@ -73,6 +94,24 @@ def check_frequency_query(
             "to 1, so post-processing onto the simplex does not apply; use postprocess=none"
         )
     return config.attributes.index(attr), known_method
+
+
+def named_values(
+    config: CollectionConfig, index: int | None, text: str
+) -> tuple[list[str], NDArray[Any]]:
+    """The values a query names (``values=``) and their encoding by the attribute's spec
+    (the label's value indices for the label); :class:`InvalidQueryError` for a value the
+    attribute cannot take."""
+    names = candidates.split(text)
+    try:
+        if index is None:
+            assert config.label is not None
+            error = f"the label {config.label.name!r} has no value {{bad}}"
+            return names, domain_indices(config.label.domain, names, error)
+        spec = config.spec_of(config.attributes[index])
+        return names, spec.encode([spec.parse_candidate(name) for name in names])
+    except InvalidRecordError as error:
+        raise InvalidQueryError(f"values: {error.detail}") from None
 
 
 def _ibu(config: CollectionConfig, attr: AttributeConfig, stats: Stats) -> IBUResult:
@@ -132,8 +171,10 @@ def frequency_result(
     attribute: str,
     confidence: float = 0.95,
     method: str = "none",
+    values: str | None = None,
 ) -> FrequencyResult:
-    """The released frequencies of one attribute, from ``n`` and the per-value sums.
+    """The released frequencies of one attribute (of the ``values`` named, if given), from
+    ``n`` and the per-value sums.
 
     Raises :class:`InvalidQueryError` for an unknown attribute, a confidence outside
     (0, 1) or an unknown post-processing, and :class:`InsufficientReportsError` below
@@ -141,7 +182,8 @@ def frequency_result(
     budget also of the ``n_j`` reports that carried the attribute (the label's estimate
     rests on every report).
     """
-    index, known = check_frequency_query(config, attribute, confidence, method)
+    index, known = check_frequency_query(config, attribute, confidence, method, values)
+    named = None if values is None else named_values(config, index, values)
     n = require_reports(config, stats)
     carried: int | None = None
     estimate: FrequencyEstimate
@@ -149,17 +191,24 @@ def frequency_result(
     if index is None:
         assert config.label is not None
         estimate = label_estimate(config, n, stats.sums, confidence)
-        name, mechanism, values = config.label.name, _label_mechanism(config), config.label.domain
+        name, mechanism, listed = config.label.name, _label_mechanism(config), config.label.domain
     else:
         attr = config.attributes[index]
-        name, mechanism, values = attr.name, attr.mechanism, attr.values
+        name, mechanism, listed = attr.name, attr.mechanism, attr.values
         carried = carried_reports(config, attr, stats)
         if attr.is_feature:
             estimate = feature_marginal(attr, n, stats.sums, confidence)
         else:
-            estimate = attribute_estimate(config, attr, n, stats.sums, confidence, stats.floats)
+            encoded = None if named is None else named[1]
+            estimate = attribute_estimate(
+                config, attr, n, stats.sums, confidence, stats.floats, encoded
+            )
+    if named is not None:
+        if index is None or config.attributes[index].is_feature:
+            estimate = estimate.take(named[1])
+        listed = named[0]
     repaired, ibu, ordinal = None, None, None
-    if index is not None:
+    if index is not None and named is None:
         attr = config.attributes[index]
         ordinal = _ordinal(config, attr, stats, confidence)
         if known == "ibu":
@@ -182,7 +231,7 @@ def frequency_result(
         record_epsilon=config.epsilon,
         confidence=confidence,
         postprocess=known,
-        values=list(values),
+        values=list(listed),
         estimate=estimate.estimate.tolist(),
         counts=estimate.counts.tolist(),
         stderr=estimate.stderr.tolist(),
@@ -202,8 +251,10 @@ def estimate_frequencies(
     attribute: str,
     confidence: float = 0.95,
     method: str = "none",
+    values: str | None = None,
 ) -> FrequencyResult:
-    """Read the collection's statistics and release the frequencies of ``attribute``."""
-    check_frequency_query(collection.config, attribute, confidence, method)
+    """Read the collection's statistics and release the frequencies of ``attribute`` (of
+    the ``values`` named, if given)."""
+    check_frequency_query(collection.config, attribute, confidence, method, values)
     stats = current_stats(engine, collection)
-    return frequency_result(collection.config, stats, attribute, confidence, method)
+    return frequency_result(collection.config, stats, attribute, confidence, method, values)

@@ -147,6 +147,18 @@ class FrequencyEstimate:
         """Estimated number of reporters per value (``n · f̂``)."""
         return self.estimate * self.n
 
+    def take(self, index: NDArray[np.integer]) -> FrequencyEstimate:
+        """The estimates of the values at ``index`` only."""
+        return FrequencyEstimate(
+            self.n,
+            self.estimate[index],
+            self.stderr[index],
+            self.ci_low[index],
+            self.ci_high[index],
+            self.confidence,
+            self.interval,
+        )
+
     @classmethod
     def normal(
         cls, n: int, estimate: FloatArray, stderr: FloatArray, confidence: float, **extra: Any

@@ -47,11 +47,25 @@ def frequencies(
             )
         ),
     ] = "none",
+    values: Annotated[
+        str | None,
+        Query(
+            description=(
+                "estimate only these values, comma-separated (a comma or backslash inside a"
+                " value is escaped with a backslash); required for an open domain (flh),"
+                " at most 1000"
+            ),
+            max_length=1_000_000,
+        ),
+    ] = None,
 ) -> FrequencyResult:
-    """Unbiased frequencies with standard errors and confidence intervals, in O(d)."""
+    """Unbiased frequencies with standard errors and confidence intervals, in O(d) (or
+    O(k) per named value for a hashed mechanism)."""
     state = app_state(request)
     collection = state.collections.get(name)
-    return estimate_frequencies(state.engine, collection, attribute, confidence, postprocess)
+    return estimate_frequencies(
+        state.engine, collection, attribute, confidence, postprocess, values
+    )
 
 
 @router.get(

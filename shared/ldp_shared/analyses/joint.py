@@ -232,14 +232,19 @@ def attribute_estimate(
     sums: Sums,
     confidence: float,
     floats: FloatArray | None = None,
+    encoded: NDArray[Any] | None = None,
 ) -> FrequencyEstimate:
     """A non-feature attribute's estimate by its own mechanism, over the ``n_j`` reports that
-    carried it; under budget ``sample`` the sampling variance is added."""
+    carried it, of every value or of the ``encoded`` values a query named; under budget
+    ``sample`` the sampling variance is added."""
     n_j = attribute_reports(attribute, n, sums)
     _require_reports(attribute, n_j)
     stats = attribute_stats(config, attribute, sums, floats)
     randomizer = config.randomizer(attribute)
-    own = randomizer.estimate_stats(stats, n_j, confidence)
+    if encoded is None:
+        own = randomizer.estimate_stats(stats, n_j, confidence)
+    else:
+        own = randomizer.estimate_values(stats, n_j, encoded, confidence)
     if attribute.count_offset is None:  # every report carries it
         return own
     if isinstance(randomizer, BitwiseRandomizer):

@@ -1,7 +1,8 @@
 """Local randomizers: one module per mechanism, each registered by name.
 
 Importing this package registers the built-in mechanisms: ``oue``, ``sue``, ``grr``,
-``exponential`` and ``mask`` for categorical values and baskets, ``duchi``,
+``exponential`` and ``mask`` for categorical values and baskets, ``flh`` for
+strings and integers of an open (or very large) domain, ``duchi``,
 ``piecewise``, ``hybrid``, ``laplace`` and ``gaussian`` (ε, δ) for means of bounded
 numbers, ``histogram`` for their distribution over chosen bins.
 :mod:`ldp_shared.mechanisms.base` defines the interface a module implements and
@@ -27,6 +28,7 @@ from ldp_shared.mechanisms.grr import (
 from ldp_shared.mechanisms.histogram import HistogramGRR, HistogramOUE, HistogramSpec
 from ldp_shared.mechanisms.hybrid import HybridRandomizer, HybridSpec
 from ldp_shared.mechanisms.laplace import LaplaceRandomizer, LaplaceSpec
+from ldp_shared.mechanisms.local_hashing import LocalHashing, LocalHashingSpec
 from ldp_shared.mechanisms.mask import Mask, MaskSpec
 from ldp_shared.mechanisms.piecewise import PiecewiseRandomizer, PiecewiseSpec
 from ldp_shared.mechanisms.registry import mechanism_names, register, spec_class
@@ -55,6 +57,8 @@ __all__ = [
     "HybridSpec",
     "LaplaceRandomizer",
     "LaplaceSpec",
+    "LocalHashing",
+    "LocalHashingSpec",
     "Mask",
     "MaskSpec",
     "OptimizedUnaryEncoding",

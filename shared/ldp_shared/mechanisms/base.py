@@ -127,6 +127,14 @@ class Randomizer(ABC):
     def estimate_stats(self, stats: Blocks, n: int, confidence: float) -> FrequencyEstimate:
         """Estimates with their standard errors from the statistics of ``n`` answers."""
 
+    def estimate_values(
+        self, stats: Blocks, n: int, encoded: NDArray[Any], confidence: float
+    ) -> FrequencyEstimate:
+        """Estimates of the values named in a query, given as their encoding (what
+        :meth:`AttributeSpec.encode` returns): by default the full estimate's entries at
+        those value indices; a mechanism over an open domain estimates them directly."""
+        return self.estimate_stats(stats, n, confidence).take(np.asarray(encoded))
+
     def report_channel(self, stats: Blocks, n: int) -> ReportChannel | None:
         """Its channel and the counts of its outputs among the ``n`` answers summarised by
         ``stats``, for likelihood-based
@@ -223,6 +231,16 @@ class AttributeSpec(BaseModel):
     def values(self) -> list[str]:
         """The attribute's value domain (or item catalogue); empty when it has none."""
         return []
+
+    @property
+    def is_open(self) -> bool:
+        """Whether its values are any of a type (strings, integers) rather than a listed
+        domain: its frequencies are then estimated for the values a query names."""
+        return False
+
+    def parse_candidate(self, text: str) -> Any:
+        """A value named in a query, from its text (a mechanism over integers parses it)."""
+        return text
 
     @property
     def is_ordered(self) -> bool:

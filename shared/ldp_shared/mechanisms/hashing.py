@@ -1,0 +1,137 @@
+"""The public hash family of the hashed mechanisms (``flh``): values nobody listed become
+64-bit keys, and keys become buckets, the same in every language.
+
+Specified byte for byte in ``docs/wire-format.md`` ("Hashed values"), so that a client
+written elsewhere reproduces it; it uses neither Python's ``hash()`` nor anything a numpy
+version could change:
+
+1. **Value bytes.** A string is normalised to Unicode NFC (nothing else: case, spaces and
+   punctuation are kept) and encoded as UTF-8, then prefixed with the byte ``0x73``
+   (``s``). An integer ``0 <= x < 2^64`` is ``0x69`` (``i``) followed by its 8 bytes,
+   big-endian. The tag keeps the string ``"7"`` and the integer 7 apart.
+2. **Key.** ``x = BLAKE2b(value bytes, key = salt, digest_size = 8)`` (RFC 7693, the
+   keyed mode), read as an unsigned big-endian 64-bit integer. The salt is the
+   attribute's public 16-byte ``salt``: two collections hash independently.
+3. **Bucket of hash function j** (``0 <= j < k``) among ``g``::
+
+       z = x + (j + 1) · 0x9E3779B97F4A7C15           (mod 2^64)
+       z = (z XOR (z >> 30)) · 0xBF58476D1CE4E5B9      (mod 2^64)
+       z = (z XOR (z >> 27)) · 0x94D049BB133111EB      (mod 2^64)
+       z =  z XOR (z >> 31)
+       h_j(x) = ((z >> 32) · g) >> 32
+
+   the SplitMix64 finaliser (Steele, Lea and Flood, OOPSLA 2014) over the key offset by
+   ``j + 1`` steps of the golden-ratio increment, and Lemire's multiply-shift range
+   reduction (2019) of its top 32 bits; the buckets' sizes differ by at most one part in
+   ``2^32 / g``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import unicodedata
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldp_shared.errors import InvalidRecordError
+
+ValueType = Literal["string", "integer"]
+
+STRING_TAG = b"s"
+INTEGER_TAG = b"i"
+SALT_BYTES = 16
+SALT_PATTERN = r"^[0-9a-f]{32}$"
+MAX_STRING_BYTES = 1024
+"""Largest ``max_length`` an attribute may declare: bytes of UTF-8 after NFC."""
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_U64 = 2**64
+
+
+def new_salt() -> str:
+    """A fresh public salt (hex), drawn from the operating system's secure source."""
+    return secrets.token_hex(SALT_BYTES)
+
+
+def normalize_string(value: str) -> str:
+    """The form that is hashed: Unicode NFC, nothing else."""
+    return unicodedata.normalize("NFC", value)
+
+
+def _string_bytes(value: Any, max_length: int, what: str) -> bytes:
+    if isinstance(value, bytes | bytearray):
+        try:
+            value = bytes(value).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InvalidRecordError(
+                f"{what}: {bytes(value)[:20]!r}… is not valid UTF-8 ({error.reason})"
+            ) from None
+    if not isinstance(value, str):
+        raise InvalidRecordError(f"{what}: expected a string, got {type(value).__name__}")
+    if not value:
+        raise InvalidRecordError(f"{what}: the empty string is not a value")
+    try:
+        data = normalize_string(value).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidRecordError(
+            f"{what}: {value[:20]!r} is not valid Unicode (it holds a lone surrogate)"
+        ) from None
+    if len(data) > max_length:
+        raise InvalidRecordError(
+            f"{what}: {value[:20]!r}… is {len(data)} bytes of UTF-8, over the maximum"
+            f" of {max_length}"
+        )
+    return STRING_TAG + data
+
+
+def _integer_bytes(value: Any, what: str) -> bytes:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise InvalidRecordError(f"{what}: expected an integer, got {type(value).__name__}")
+    number = int(value)
+    if not 0 <= number < _U64:
+        raise InvalidRecordError(f"{what}: {number} is outside [0, 2^64)")
+    return INTEGER_TAG + number.to_bytes(8, "big")
+
+
+def value_bytes(value: Any, value_type: ValueType, max_length: int, what: str) -> bytes:
+    """The tagged bytes of one value (step 1); :class:`InvalidRecordError` naming ``what``
+    when it is not a value of the type."""
+    if value_type == "integer":
+        return _integer_bytes(value, what)
+    return _string_bytes(value, max_length, what)
+
+
+def hash_keys(
+    values: Sequence[Any] | NDArray[Any],
+    salt: str,
+    value_type: ValueType,
+    max_length: int,
+    what: str,
+) -> NDArray[np.uint64]:
+    """The 64-bit keys (step 2) of a column of values."""
+    salt_bytes = bytes.fromhex(salt)
+    keys = np.empty(len(values), dtype=np.uint64)
+    for i, value in enumerate(values):
+        data = value_bytes(value, value_type, max_length, what)
+        digest = hashlib.blake2b(data, digest_size=8, key=salt_bytes).digest()
+        keys[i] = int.from_bytes(digest, "big")
+    return keys
+
+
+def buckets(keys: NDArray[np.uint64], j: NDArray[Any], g: int) -> NDArray[np.int64]:
+    """``h_j(x)`` (step 3) for keys and hash indices that broadcast together."""
+    with np.errstate(over="ignore"):
+        z = np.asarray(keys, dtype=np.uint64) + (np.asarray(j, dtype=np.uint64) + 1) * _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * _MIX1
+        z = (z ^ (z >> np.uint64(27))) * _MIX2
+        z = z ^ (z >> np.uint64(31))
+        out: NDArray[np.int64] = ((z >> np.uint64(32)) * np.uint64(g) >> np.uint64(32)).astype(
+            np.int64
+        )
+    return out
