@@ -43,6 +43,7 @@ __all__ = [
     "CategoricalNBExport",
     "CountRepair",
     "FrequencyResult",
+    "HeavyHittersResult",
     "IBUStatus",
     "MeanResult",
     "NaiveBayesFeature",
@@ -240,6 +241,29 @@ class FrequencyResult(_AttributeRelease):
         exclude_if=lambda value: value is None,
         description="for ordered values (ordinal exponential, histogram): CDF, mean, median",
     )
+
+
+class HeavyHittersResult(_AttributeRelease):
+    """The most frequent values of an open-domain attribute, found from its statistics."""
+
+    values: list[str] = Field(description="the values found, most frequent first")
+    estimate: list[float] = Field(description="unbiased frequencies (as /frequencies?values=)")
+    counts: list[float] = Field(description="unbiased counts, n_reports · estimate")
+    stderr: list[float]
+    ci_low: list[float]
+    ci_high: list[float]
+    threshold: float = Field(
+        description=(
+            "detection threshold: a value at least this frequent is found with probability"
+            " ≥ 1 − miss; below it nothing is found reliably (docs/heavy-hitters.md)"
+        )
+    )
+    false_discovery: float = Field(
+        description="α: the chance that the list holds a value no device holds"
+    )
+    miss: float = Field(description="β: the chance that a value above the threshold is missed")
+    levels_searched: int = Field(description="prefix levels the search went through")
+    candidates: int = Field(description="prefixes and strings estimated on the way")
 
 
 class MeanResult(_AttributeRelease):

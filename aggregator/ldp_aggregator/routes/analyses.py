@@ -10,10 +10,17 @@ from fastapi import APIRouter, Depends, Query, Request
 from ldp_aggregator.auth import require_analyst
 from ldp_aggregator.deps import app_state
 from ldp_aggregator.frequencies import estimate_frequencies
+from ldp_aggregator.heavy_hitters import MAX_TOP, estimate_heavy_hitters
 from ldp_aggregator.means import estimate_mean
 from ldp_aggregator.problems import problem_responses
 from ldp_aggregator.quantiles import DEFAULT_LEVELS, estimate_quantiles
-from ldp_shared.wire import FrequencyResult, MeanResult, QuantileResult, checked_range
+from ldp_shared.wire import (
+    FrequencyResult,
+    HeavyHittersResult,
+    MeanResult,
+    QuantileResult,
+    checked_range,
+)
 
 router = APIRouter(prefix="/v1/collections", tags=["analyses"])
 
@@ -66,6 +73,32 @@ def frequencies(
     return estimate_frequencies(
         state.engine, collection, attribute, confidence, postprocess, values
     )
+
+
+@router.get(
+    "/{name}/heavy-hitters",
+    response_model=HeavyHittersResult,
+    dependencies=[Depends(require_analyst)],
+    responses=problem_responses(401, 404, 409),
+)
+def heavy_hitters(
+    name: str,
+    request: Request,
+    attribute: Annotated[str, Query(description="the open-domain attribute (mechanism pem)")],
+    k: Annotated[
+        int,
+        Query(
+            description=f"how many of the most frequent values to return, 1 to {MAX_TOP}",
+            json_schema_extra=checked_range(ge=1, le=MAX_TOP),
+        ),
+    ] = 20,
+    confidence: ConfidenceLevel = 0.95,
+) -> HeavyHittersResult:
+    """The most frequent values nobody listed, each with its estimate, standard error and
+    interval, and the detection threshold below which nothing is found reliably."""
+    state = app_state(request)
+    collection = state.collections.get(name)
+    return estimate_heavy_hitters(state.engine, collection, attribute, k, confidence)
 
 
 @router.get(

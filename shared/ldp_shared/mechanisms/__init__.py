@@ -2,7 +2,8 @@
 
 Importing this package registers the built-in mechanisms: ``oue``, ``sue``, ``grr``,
 ``exponential`` and ``mask`` for categorical values and baskets, ``flh`` for
-strings and integers of an open (or very large) domain, ``duchi``,
+strings and integers of an open (or very large) domain, ``pem`` for strings
+whose frequent values the aggregator discovers, ``duchi``,
 ``piecewise``, ``hybrid``, ``laplace`` and ``gaussian`` (ε, δ) for means of bounded
 numbers, ``histogram`` for their distribution over chosen bins.
 :mod:`ldp_shared.mechanisms.base` defines the interface a module implements and
@@ -31,6 +32,7 @@ from ldp_shared.mechanisms.laplace import LaplaceRandomizer, LaplaceSpec
 from ldp_shared.mechanisms.local_hashing import LocalHashing, LocalHashingSpec
 from ldp_shared.mechanisms.mask import Mask, MaskSpec
 from ldp_shared.mechanisms.piecewise import PiecewiseRandomizer, PiecewiseSpec
+from ldp_shared.mechanisms.prefix_hashing import PrefixHashing, PrefixHashingSpec
 from ldp_shared.mechanisms.registry import mechanism_names, register, spec_class
 from ldp_shared.mechanisms.unary import (
     OptimizedUnaryEncoding,
@@ -64,6 +66,8 @@ __all__ = [
     "OptimizedUnaryEncoding",
     "PiecewiseRandomizer",
     "PiecewiseSpec",
+    "PrefixHashing",
+    "PrefixHashingSpec",
     "Randomizer",
     "Segment",
     "StatsBlock",

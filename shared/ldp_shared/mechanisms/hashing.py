@@ -107,6 +107,11 @@ def value_bytes(value: Any, value_type: ValueType, max_length: int, what: str) -
     return _string_bytes(value, max_length, what)
 
 
+def key_of(data: bytes, salt: bytes) -> int:
+    """The 64-bit key (step 2) of tagged value bytes."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8, key=salt).digest(), "big")
+
+
 def hash_keys(
     values: Sequence[Any] | NDArray[Any],
     salt: str,
@@ -118,9 +123,7 @@ def hash_keys(
     salt_bytes = bytes.fromhex(salt)
     keys = np.empty(len(values), dtype=np.uint64)
     for i, value in enumerate(values):
-        data = value_bytes(value, value_type, max_length, what)
-        digest = hashlib.blake2b(data, digest_size=8, key=salt_bytes).digest()
-        keys[i] = int.from_bytes(digest, "big")
+        keys[i] = key_of(value_bytes(value, value_type, max_length, what), salt_bytes)
     return keys
 
 
