@@ -39,6 +39,7 @@ from ldp_shared.wire import (
     CategoricalNBExport,
     CountRepair,
     FrequencyResult,
+    HeavyHittersResult,
     MeanResult,
     NaiveBayesModel,
     NaiveBayesPredictions,
@@ -211,6 +212,7 @@ class AsyncLDPClient(AsyncItemsetMethods, AsyncTrainingMethods, AsyncKnnMethods)
         *,
         confidence: float = 0.95,
         postprocess: PostProcess = "none",
+        values: Sequence[str | int] | None = None,
     ) -> FrequencyResult:
         """Frequency estimates of one attribute, with standard errors (analyst token).
 
@@ -218,8 +220,20 @@ class AsyncLDPClient(AsyncItemsetMethods, AsyncTrainingMethods, AsyncKnnMethods)
         ``"ibu"`` (iterative Bayesian update: ``postprocessed`` plus ``ibu``, how it ended);
         the raw unbiased estimate is always there. Attributes with ordered values (ordinal
         exponential, histogram) also carry ``ordinal``: CDF, mean rank and median rank.
+        ``values``: estimate only these (at most 1,000); an attribute of an open domain
+        (``flh``, ``pem``) is estimated only for the values named.
         """
-        return await self._call(protocol.frequencies_call(name, attribute, confidence, postprocess))
+        call = protocol.frequencies_call(name, attribute, confidence, postprocess, values)
+        return await self._call(call)
+
+    async def heavy_hitters(
+        self, name: str, attribute: str, *, k: int = 20, confidence: float = 0.95
+    ) -> HeavyHittersResult:
+        """The ``k`` most frequent values of an open-domain attribute (mechanism ``pem``)
+        that nobody listed, found from the collection's statistics, each with its
+        estimate, standard error and interval, and the detection threshold below which
+        nothing is found reliably (analyst token)."""
+        return await self._call(protocol.heavy_hitters_call(name, attribute, k, confidence))
 
     async def means(self, name: str, attribute: str, *, confidence: float = 0.95) -> MeanResult:
         """The mean of a numeric attribute, with its standard error (analyst token)."""

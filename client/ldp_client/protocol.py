@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from ldp_client.retry import parse_retry_after
 from ldp_client.unreachable import cannot_connect
+from ldp_shared import candidates
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import (
     AuthenticationError,
@@ -51,6 +52,7 @@ from ldp_shared.schema import COLLECTION_NAME_PATTERN, CollectionSpec
 from ldp_shared.wire import (
     BatchResult,
     FrequencyResult,
+    HeavyHittersResult,
     MeanResult,
     QuantileResult,
     Report,
@@ -68,6 +70,7 @@ __all__ = [
     "error_from_response",
     "frequencies_call",
     "get_config_call",
+    "heavy_hitters_call",
     "interpret_exception",
     "interpret_response",
     "list_collections_call",
@@ -236,15 +239,44 @@ def _estimate_params(attribute: str, confidence: float) -> dict[str, str]:
 
 
 def frequencies_call(
-    name: str, attribute: str, confidence: float, postprocess: PostProcess
+    name: str,
+    attribute: str,
+    confidence: float,
+    postprocess: PostProcess,
+    values: Sequence[str | int] | None = None,
 ) -> ApiCall[FrequencyResult]:
-    """``GET /v1/collections/{name}/frequencies`` (analyst)."""
+    """``GET /v1/collections/{name}/frequencies`` (analyst), of the named ``values`` only
+    when given (:class:`InvalidQueryError` here for none or more than the server takes)."""
     params = _estimate_params(attribute, confidence)
     params["postprocess"] = postprocess
+    if values is not None:
+        if isinstance(values, str | bytes) or not 1 <= len(values) <= candidates.MAX_CANDIDATES:
+            raise InvalidQueryError(
+                f"values: give a list of 1 to {candidates.MAX_CANDIDATES} values to estimate"
+            )
+        params["values"] = candidates.join(values)
     return ApiCall(
         "GET",
         collection_path(name) + "/frequencies",
         FrequencyResult.model_validate_json,
+        params=params,
+        auth=True,
+    )
+
+
+def heavy_hitters_call(
+    name: str, attribute: str, top: int, confidence: float
+) -> ApiCall[HeavyHittersResult]:
+    """``GET /v1/collections/{name}/heavy-hitters`` (analyst): the ``top`` most frequent
+    values of an open-domain (``pem``) attribute found in its statistics."""
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise InvalidQueryError(f"k must be a whole number of at least 1, got {top!r}")
+    params = _estimate_params(attribute, confidence)
+    params["k"] = str(top)
+    return ApiCall(
+        "GET",
+        collection_path(name) + "/heavy-hitters",
+        HeavyHittersResult.model_validate_json,
         params=params,
         auth=True,
     )

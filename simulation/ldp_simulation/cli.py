@@ -1,4 +1,5 @@
-"""The ``ldpcollect`` command: ``serve``, ``migrate``, ``demo``, ``simulate`` and ``report``.
+"""The ``ldpcollect`` command: ``serve``, ``migrate``, ``demo``, ``simulate``, ``train``,
+``report``, ``frequencies`` and ``heavy-hitters``.
 
 Why the command lives here: ``demo`` and ``simulate`` drive real clients against real
 aggregators, so they need both ``ldp_client`` and ``ldp_aggregator``, while neither of
@@ -39,11 +40,14 @@ from ldp_aggregator.cli import (
 from ldp_shared.errors import AuthenticationError
 from ldp_shared.mechanisms.gradient import gradient_mechanism_names
 from ldp_shared.mechanisms.registry import mechanism_names, spec_class
+from ldp_simulation.query_command import QUERY_COMMANDS, add_query_commands
 from ldp_simulation.report_command import add_report_command
 
 COMMAND_EXTRAS: Mapping[str, str] = {
     **SERVER_EXTRAS,
     "report": "client",
+    "frequencies": "client",
+    "heavy-hitters": "client",
     "demo": "demo",
     "simulate": "demo",
     "train": "demo",
@@ -127,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     add_server_commands(commands)
     add_report_command(commands)
+    add_query_commands(commands)
 
     demo = commands.add_parser("demo", help="simulate 100,000 clients against a real aggregator")
     simulate = commands.add_parser(
@@ -320,6 +325,10 @@ def _run(args: argparse.Namespace) -> int:
         from ldp_simulation.report_command import run_report
 
         return run_report(args)
+    if args.command in QUERY_COMMANDS:
+        from ldp_simulation.query_command import run_query
+
+        return run_query(args)
     if args.command == "train":
         return _train(args)
     return _demo(args)
