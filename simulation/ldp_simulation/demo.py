@@ -16,7 +16,9 @@ aggregators that are already running. :func:`simulate` plays, one after the othe
 3. a mixed collection over an extract of UCI Adult: the means of age and hours per week
    with their intervals and spread, and the frequencies of sex, compared with the truth
    (:mod:`ldp_simulation.demo_numeric`);
-4. MASK baskets, mined for frequent itemsets and rules (:mod:`ldp_simulation.demo_itemsets`).
+4. MASK baskets, mined for frequent itemsets and rules (:mod:`ldp_simulation.demo_itemsets`);
+5. English words nobody listed, found by the aggregator as heavy hitters
+   (:mod:`ldp_simulation.demo_open_domain`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from ldp_simulation.demo_frequencies import (
 from ldp_simulation.demo_itemsets import ItemsetDemoOptions, simulate_itemsets
 from ldp_simulation.demo_naive_bayes import format_naive_bayes, simulate_naive_bayes
 from ldp_simulation.demo_numeric import format_numeric, simulate_numeric
+from ldp_simulation.demo_open_domain import format_open_domain, simulate_open_domain
 from ldp_simulation.fleet import DemoOptions, running_aggregator
 from ldp_simulation.progress import Progress
 
@@ -119,6 +122,7 @@ def simulate(
     itemsets, itemsets_text = simulate_itemsets(
         base_urls[0], admin_token, analyst_token, itemset_options, progress
     )
+    words = simulate_open_domain(base_urls, admin_token, analyst_token, options, progress)
     return DemoResult(
         collection=DEMO_COLLECTION,
         dataset=frequencies.dataset.name,
@@ -136,6 +140,7 @@ def simulate(
             "naive_bayes": naive_bayes.to_json(),
             "numeric": numeric.to_json(),
             "itemsets": itemsets,
+            "open_domain": words.to_json(),
         },
         itemsets_text=itemsets_text,
     )
@@ -173,6 +178,8 @@ def format_table(result: DemoResult, title: str = "ldpcollect demo") -> str:
         lines += format_numeric(result.extras["numeric"])
     if result.itemsets_text:
         lines += [result.itemsets_text, ""]
+    if "open_domain" in result.extras:
+        lines += format_open_domain(result.extras["open_domain"])
     lines.append(
         f"{result.coverage:.1%} of the {level} intervals cover the true frequency "
         f"(expected about {level}); {result.seconds:.1f} s in all."
