@@ -3,7 +3,8 @@
 Importing this package registers the built-in mechanisms: ``oue``, ``sue``, ``grr``,
 ``exponential`` and ``mask`` for categorical values and baskets, ``flh`` for
 strings and integers of an open (or very large) domain, ``pem`` for strings
-whose frequent values the aggregator discovers, ``duchi``,
+whose frequent values the aggregator discovers, ``hadamard`` for a declared
+domain of up to 2^22 values (listed, or the integers ``0 … d−1``), ``duchi``,
 ``piecewise``, ``hybrid``, ``laplace`` and ``gaussian`` (ε, δ) for means of bounded
 numbers, ``histogram`` for their distribution over chosen bins.
 :mod:`ldp_shared.mechanisms.base` defines the interface a module implements and
@@ -26,6 +27,7 @@ from ldp_shared.mechanisms.grr import (
     GeneralizedRandomizedResponse,
     GeneralizedRandomizedResponseSpec,
 )
+from ldp_shared.mechanisms.hadamard import HadamardResponse, HadamardSpec
 from ldp_shared.mechanisms.histogram import HistogramGRR, HistogramOUE, HistogramSpec
 from ldp_shared.mechanisms.hybrid import HybridRandomizer, HybridSpec
 from ldp_shared.mechanisms.laplace import LaplaceRandomizer, LaplaceSpec
@@ -52,6 +54,8 @@ __all__ = [
     "GaussianSpec",
     "GeneralizedRandomizedResponse",
     "GeneralizedRandomizedResponseSpec",
+    "HadamardResponse",
+    "HadamardSpec",
     "HistogramGRR",
     "HistogramOUE",
     "HistogramSpec",
