@@ -36,6 +36,12 @@ def _values(config: CollectionConfig, attribute: AttributeConfig) -> str:
     lo, hi = getattr(spec, "lo", None), getattr(spec, "hi", None)
     if isinstance(lo, int | float) and isinstance(hi, int | float):
         return f"numbers in [{lo:g}, {hi:g}] (clipped on the device)"
+    if spec.is_open:
+        if getattr(spec, "value_type", "string") == "integer":
+            return "any whole number from 0 to 2^64 − 1 (an open domain: no list of its values)"
+        length = getattr(spec, "max_length", None)
+        longest = f" of at most {length} bytes" if isinstance(length, int) else ""
+        return f"any text{longest} (an open domain: no list of its values)"
     values = spec.values
     shown = ", ".join(values[:SHOWN_VALUES])
     more = len(values) - SHOWN_VALUES

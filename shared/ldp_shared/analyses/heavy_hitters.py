@@ -11,9 +11,10 @@ extended by each of the 256 bytes ``b``:
 
 ``σ`` is the standard error of the estimate of a key no device holds (FLH's sampling
 and collision terms at ``f = 0``). ``z_find = Φ⁻¹(1 − α/C)`` with ``C = 256·keep·L``
-strings tested at most, so that all the strings reported by one query include a
-false one with probability at most ``α`` (:data:`FALSE_DISCOVERY`); ``z_keep`` is
-:data:`Z_KEEP`.
+strings tested at most, so that, under the normal approximation of the counts, all the
+strings reported by one query include a false one with probability at most ``α``
+(:data:`FALSE_DISCOVERY`); ``z_keep`` is :data:`Z_KEEP`. The approximation fails with few
+reports per level or with ``k ≪ g`` (``docs/open-domains.md`` says how).
 
 **Detection threshold.** A string of ``L`` bytes (the longest, hence hardest) and
 frequency ``f`` is missed with probability at most

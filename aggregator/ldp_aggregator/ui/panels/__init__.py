@@ -7,6 +7,7 @@ from ldp_aggregator.ui.panel import Panel
 from ldp_aggregator.ui.panels import (
     days,
     frequencies,
+    heavy_hitters,
     itemsets,
     jobs,
     means,
@@ -20,6 +21,7 @@ PANELS: tuple[Panel, ...] = (
     overview.PANEL,
     days.PANEL,
     frequencies.PANEL,
+    heavy_hitters.PANEL,
     means.PANEL,
     quantiles.PANEL,
     naive_bayes.PANEL,

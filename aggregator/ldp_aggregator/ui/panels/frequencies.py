@@ -1,5 +1,10 @@
 """Frequencies of one attribute: a bar chart with 95% error bars and its table, raw or
-post-processed (``estimate_frequencies``, the function behind ``GET .../frequencies``)."""
+post-processed (``estimate_frequencies``, the function behind ``GET .../frequencies``).
+
+An attribute of an open domain (``flh``, ``pem``) has no list of values: the page asks
+for the values to estimate, as the ``values=`` text of the API (comma-separated, a comma
+or backslash inside a value escaped with a backslash: :mod:`ldp_shared.candidates`).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,9 @@ from typing import Any
 
 from ldp_aggregator.frequencies import estimate_frequencies
 from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView
+from ldp_aggregator.ui.panels import heavy_hitters
 from ldp_aggregator.ui.states import problem_view
+from ldp_shared.candidates import MAX_CANDIDATES
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import LDPError
 from ldp_shared.wire import FrequencyResult
@@ -39,14 +46,34 @@ def attribute_names(config: CollectionConfig) -> list[str]:
     return names + ([config.label.name] if config.label is not None else [])
 
 
+def is_open(config: CollectionConfig, attribute: str) -> bool:
+    """Whether ``attribute`` has an open domain: its values are estimated only as named."""
+    return any(a.name == attribute and config.spec_of(a).is_open for a in config.attributes)
+
+
 def methods_for(config: CollectionConfig, attribute: str) -> list[str]:
     """The post-processings that apply to ``attribute``."""
     if config.label is not None and attribute == config.label.name:
         return ["none", "norm-sub", "simplex"]
+    if is_open(config, attribute):
+        return ["none"]  # named values are not a whole distribution
     for candidate in config.attributes:
         if candidate.name == attribute and not config.spec_of(candidate).is_distribution:
             return ["none"]  # a basket's item supports need not sum to 1
     return list(METHODS)
+
+
+def name_values(ctx: PanelContext, attribute: str) -> dict[str, str]:
+    """The state of an open-domain attribute before any value is named."""
+    step = "Type the values to estimate above, separated by commas, and press Estimate"
+    if attribute in heavy_hitters.attribute_names(ctx.config):
+        step += "; the Heavy hitters tab finds its most frequent values for you"
+    return {
+        "title": "Name the values to estimate",
+        "message": f"{attribute!r} has an open domain: no list of its values exists, so"
+        " its frequencies are estimated for the values you name.",
+        "next_step": step + ".",
+    }
 
 
 def _shown(result: FrequencyResult) -> dict[str, Any]:
@@ -84,6 +111,8 @@ def view(ctx: PanelContext) -> PanelView:
     attribute = ctx.param("attribute", names[0])
     methods = methods_for(ctx.config, attribute)
     method = ctx.param("postprocess", "none")
+    open_domain = is_open(ctx.config, attribute)
+    values = ctx.param("values") if open_domain else ""
     context: dict[str, Any] = {
         "attribute_links": ctx.choices(
             "frequencies", "attribute", [(n, n) for n in names], attribute, postprocess="none"
@@ -94,12 +123,20 @@ def view(ctx: PanelContext) -> PanelView:
             [(key, METHODS[key]) for key in methods],
             method,
             attribute=attribute,
+            values=values,
         ),
         "confidence": CONFIDENCE,
+        "open_domain": open_domain,
+        "attribute": attribute,
+        "named": values,
+        "max_values": MAX_CANDIDATES,
     }
+    if open_domain and not values:
+        context["ask"] = name_values(ctx, attribute)
+        return PanelView("panels/frequencies.html", context)
     try:
         result = estimate_frequencies(
-            ctx.state.engine, ctx.collection, attribute, CONFIDENCE, method
+            ctx.state.engine, ctx.collection, attribute, CONFIDENCE, method, values or None
         )
     except LDPError as error:
         problem = problem_view(ctx, error)

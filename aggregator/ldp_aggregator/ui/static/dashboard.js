@@ -5,6 +5,34 @@
 // Okabe and Ito's palette, told apart under the common colour-vision deficiencies.
 const PALETTE = { blue: "#0072B2", orange: "#E69F00", vermillion: "#D55E00", black: "#000000" };
 
+// A chart whose spec has a threshold ({value, label}) draws it as a dashed line across
+// the plot, labelled at its right end (the heavy hitters' detection threshold).
+const THRESHOLD_LINE = {
+  id: "thresholdLine",
+  afterDatasetsDraw(chart, _args, options) {
+    const { ctx, chartArea, scales } = chart;
+    const y = scales.y.getPixelForValue(options.value);
+    ctx.save();
+    ctx.strokeStyle = PALETTE.vermillion;
+    ctx.lineWidth = 2;
+    ctx.setLineDash([8, 4]);
+    ctx.beginPath();
+    ctx.moveTo(chartArea.left, y);
+    ctx.lineTo(chartArea.right, y);
+    ctx.stroke();
+    ctx.font = "600 13px system-ui, sans-serif";
+    ctx.textAlign = "right";
+    ctx.textBaseline = "bottom";
+    const width = ctx.measureText(options.label).width;
+    ctx.fillStyle = "rgba(255, 255, 255, 0.85)";
+    ctx.fillRect(chartArea.right - width - 8, y - 19, width + 8, 16);
+    ctx.fillStyle = PALETTE.vermillion;
+    ctx.fillText(options.label, chartArea.right - 4, y - 4);
+    ctx.restore();
+    chart.canvas.dataset.thresholdY = String(y);
+  },
+};
+
 function drawChart(canvas) {
   const source = document.getElementById(canvas.id + "-data");
   if (!source) return;
@@ -29,15 +57,26 @@ function drawChart(canvas) {
     dataset.errorBarLineWidth = 2;
     dataset.errorBarWhiskerLineWidth = 2;
   }
+  const threshold = spec.threshold || null;
   const chart = new window.Chart(canvas, {
     type: withErrors ? "barWithErrorBars" : "bar",
     data: { labels: spec.labels, datasets: [dataset] },
+    plugins: threshold ? [THRESHOLD_LINE] : [],
     options: {
       animation: false,
       responsive: true,
       maintainAspectRatio: false,
-      plugins: { legend: { display: false }, title: { display: true, text: spec.title } },
-      scales: { y: { title: { display: true, text: spec.y_title } } },
+      plugins: {
+        legend: { display: false },
+        title: { display: true, text: spec.title },
+        thresholdLine: threshold,
+      },
+      scales: {
+        y: {
+          title: { display: true, text: spec.y_title },
+          suggestedMax: threshold ? threshold.value : undefined,
+        },
+      },
     },
   });
   canvas.dataset.drawn = String(chart.data.labels.length);
