@@ -16,9 +16,10 @@ attribute with an open domain (``flh``) has no list of values and is estimated o
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy import Engine
 
@@ -96,22 +97,52 @@ def check_frequency_query(
     return config.attributes.index(attr), known_method
 
 
-def named_values(
-    config: CollectionConfig, index: int | None, text: str
-) -> tuple[list[str], NDArray[Any]]:
-    """The values a query names (``values=``) and their encoding by the attribute's spec
-    (the label's value indices for the label); :class:`InvalidQueryError` for a value the
-    attribute cannot take."""
+@dataclass(frozen=True)
+class NamedValues:
+    """The values a query names: their names, and either their positions among the
+    attribute's listed values (``direct`` false: taken from the full estimate) or, for an
+    open domain, their encoding by its spec (``direct``: estimated one by one)."""
+
+    names: list[str]
+    encoded: NDArray[Any]
+    direct: bool
+
+
+def named_values(config: CollectionConfig, index: int | None, text: str) -> NamedValues:
+    """The values a query names (``values=``); :class:`InvalidQueryError` for a value the
+    attribute cannot take, or two names of one value."""
     names = candidates.split(text)
+    listed = config.label.domain if index is None and config.label is not None else None
     try:
-        if index is None:
-            assert config.label is not None
-            error = f"the label {config.label.name!r} has no value {{bad}}"
-            return names, domain_indices(config.label.domain, names, error)
-        spec = config.spec_of(config.attributes[index])
-        return names, spec.encode([spec.parse_candidate(name) for name in names])
+        if index is not None:
+            attr = config.attributes[index]
+            spec = config.spec_of(attr)
+            if spec.is_open:
+                encoded = spec.encode([spec.parse_candidate(name) for name in names])
+                _refuse_repeats(names, encoded)
+                return NamedValues(names, encoded, direct=True)
+            listed = attr.values
+        assert listed is not None
+        error = f"{attribute_or_label(config, index)} has no value {{bad}}"
+        return NamedValues(names, domain_indices(listed, names, error), direct=False)
     except InvalidRecordError as error:
         raise InvalidQueryError(f"values: {error.detail}") from None
+
+
+def attribute_or_label(config: CollectionConfig, index: int | None) -> str:
+    if index is None:
+        assert config.label is not None
+        return f"the label {config.label.name!r}"
+    return f"attribute {config.attributes[index].name!r}"
+
+
+def _refuse_repeats(names: list[str], encoded: NDArray[Any]) -> None:
+    """Two names of one value (``7`` and ``07``, é in NFC and NFD) are refused."""
+    rows = encoded.reshape(len(names), -1)
+    _, first, counts = np.unique(rows, axis=0, return_index=True, return_counts=True)
+    if (counts > 1).any():
+        twice = names[int(first[counts > 1][0])]
+        raise InvalidQueryError(f"values: {twice!r} is named twice (in another spelling)")
 
 
 def _ibu(config: CollectionConfig, attr: AttributeConfig, stats: Stats) -> IBUResult:
@@ -199,14 +230,14 @@ def frequency_result(
         if attr.is_feature:
             estimate = feature_marginal(attr, n, stats.sums, confidence)
         else:
-            encoded = None if named is None else named[1]
+            encoded = named.encoded if named is not None and named.direct else None
             estimate = attribute_estimate(
                 config, attr, n, stats.sums, confidence, stats.floats, encoded
             )
     if named is not None:
-        if index is None or config.attributes[index].is_feature:
-            estimate = estimate.take(named[1])
-        listed = named[0]
+        if not named.direct:
+            estimate = estimate.take(named.encoded)
+        listed = named.names
     repaired, ibu, ordinal = None, None, None
     if index is not None and named is None:
         attr = config.attributes[index]

@@ -21,8 +21,9 @@ def join(values: Iterable[object]) -> str:
 
 
 def split(text: str) -> list[str]:
-    """The values of a query text; :class:`InvalidQueryError` when it names none, more than
-    :data:`MAX_CANDIDATES`, or ends in a lone backslash."""
+    """The values of a query text (the empty text is one empty value, which no attribute
+    takes); :class:`InvalidQueryError` for more than :data:`MAX_CANDIDATES`, a value named
+    twice, or a lone backslash at the end."""
     values: list[str] = []
     current: list[str] = []
     chars = iter(text)

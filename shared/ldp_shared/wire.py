@@ -260,10 +260,8 @@ class HeavyHittersResult(_AttributeRelease):
     )
     false_discovery: float = Field(
         description=(
-            "α, the nominal level of the search's Bonferroni test: the chance that the list"
-            " holds a value no device holds, under the normal approximation of the counts;"
-            " with few reports per level or few hash functions per bucket the true rate is"
-            " higher (docs/open-domains.md)"
+            "α: the chance that the list holds a value no device holds (exact binomial test"
+            " of each string, corrected for collisions with the frequent keys found)"
         )
     )
     miss: float = Field(description="β: the chance that a value above the threshold is missed")

@@ -114,3 +114,18 @@ def test_unknown_collection(client: TestClient) -> None:
         "/v1/collections/nope/frequencies", params={"attribute": "a"}, headers=ANALYST
     )
     assert response.status_code == 404 and slug(response) == "collection-not-found"
+
+
+def test_named_items_of_a_basket_are_its_full_estimate(
+    client: TestClient, config: CollectionConfig
+) -> None:
+    """``values=`` names a MASK attribute's items as the answer lists them (not records)."""
+    fill(client, config, 300)
+    full = client.get(URL, params={"attribute": "basket"}, headers=ANALYST).json()
+    named = client.get(
+        URL, params={"attribute": "basket", "values": "milk,bread"}, headers=ANALYST
+    ).json()
+    order = [full["values"].index("milk"), full["values"].index("bread")]
+    assert named["values"] == ["milk", "bread"]
+    for key in ("estimate", "stderr", "ci_low", "ci_high"):
+        assert named[key] == [full[key][i] for i in order], key

@@ -7,22 +7,24 @@ extended by each of the 256 bytes ``b``:
 * the **prefix** ``P·b`` is estimated from level ``ℓ`` (its key exists only there) and
   kept when its estimate is at least ``z_keep·σ_ℓ``, the ``keep`` largest of them at most;
 * the **string** ``P·b``, if it is UTF-8, is estimated from levels ``ℓ..L`` pooled and
-  reported when its estimate is at least ``z_find·σ_{≥ℓ}``.
+  screened when its estimate is at least ``Z_SCREEN·σ_{≥ℓ}``.
 
 ``σ`` is the standard error of the estimate of a key no device holds (FLH's sampling
-and collision terms at ``f = 0``). ``z_find = Φ⁻¹(1 − α/C)`` with ``C = 256·keep·L``
-strings tested at most, so that, under the normal approximation of the counts, all the
-strings reported by one query include a false one with probability at most ``α``
-(:data:`FALSE_DISCOVERY`); ``z_keep`` is :data:`Z_KEEP`. The approximation fails with few
-reports per level or with ``k ≪ g`` (``docs/open-domains.md`` says how).
+and collision terms at ``f = 0``). When the levels are done, each screened string is
+tested exactly (:mod:`ldp_shared.analyses.hitter_check`: its support count, corrected
+for its collisions with the frequent keys found, against the binomial tail of a key
+nobody holds) at level ``α/C``, ``C = 256·keep·L`` strings tested at most, so that the
+list holds a string nobody holds with probability at most ``α``
+(:data:`FALSE_DISCOVERY`) up to the collisions with keys too rare to be known.
 
 **Detection threshold.** A string of ``L`` bytes (the longest, hence hardest) and
 frequency ``f`` is missed with probability at most
-``Σ_{ℓ<L} Φ(z_keep − f/σ_ℓ) + Φ(z_find − f/σ_{≥L})`` (each of its prefixes is at least
-as frequent as it), plus the chance that a prefix falls below the ``keep``-th largest.
-The threshold is the least ``f`` where the sum is ``β`` (:data:`MISS`), or the largest
-estimate a level's ``keep`` limit cut off, whichever is larger: above it a string is found
-with probability at least ``1 − β``.
+``Σ_{ℓ<L} Φ(z_keep − f/σ_ℓ) + Φ((f* − f)/σ_{≥L})``, ``f*`` the estimate the exact test
+needs at length ``L`` (each prefix is at least as frequent as the string), plus the
+chance that a prefix falls below the ``keep``-th largest. The threshold is the least
+``f`` where the sum is ``β`` (:data:`MISS`), or the largest estimate a level's ``keep``
+limit cut off, whichever is larger: above it a string is found with probability at
+least ``1 − β``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from statistics import NormalDist
 import numpy as np
 from numpy.typing import NDArray
 
+from ldp_shared.analyses.hitter_check import KnownKeys, confirmed
 from ldp_shared.kernel import FrequencyEstimate
 from ldp_shared.mechanisms.base import Blocks
 from ldp_shared.mechanisms.hashing import key_of
@@ -49,6 +52,8 @@ MISS = 0.1
 """β: the chance that a string above the threshold is missed."""
 Z_KEEP = 2.0
 """Standard errors a prefix's estimate must reach to be extended."""
+Z_SCREEN = 3.0
+"""Standard errors a string's pooled estimate must reach to be tested exactly."""
 MIN_KEEP = 64
 MAX_KEEP = 512
 _N01 = NormalDist()
@@ -70,21 +75,23 @@ def keep_limit(top: int) -> int:
     return min(MAX_KEEP, max(MIN_KEEP, 2 * top))
 
 
-def _miss(f: float, level_sd: list[float], final_sd: float, z_find: float) -> float:
+def _miss(f: float, level_sd: list[float], final_sd: float, find_level: float) -> float:
     misses = sum(_N01.cdf(Z_KEEP - f / sd) for sd in level_sd)
-    return misses + _N01.cdf(z_find - f / final_sd)
+    return misses + _N01.cdf((find_level - f) / final_sd)
 
 
-def detection_threshold(level_sd: list[float], final_sd: float, z_find: float) -> float:
-    """The least frequency missed with probability at most :data:`MISS` (bisection)."""
+def detection_threshold(level_sd: list[float], final_sd: float, find_level: float) -> float:
+    """The least frequency missed with probability at most :data:`MISS` (bisection), for a
+    string of the longest length: each prefix level must keep it, and its pooled estimate
+    must reach ``find_level``."""
     if not all(math.isfinite(sd) for sd in [*level_sd, final_sd]):
         return 1.0
     low, high = 0.0, 1.0
-    if _miss(high, level_sd, final_sd, z_find) > MISS:
+    if _miss(high, level_sd, final_sd, find_level) > MISS:
         return 1.0
     for _ in range(60):
         mid = (low + high) / 2.0
-        if _miss(mid, level_sd, final_sd, z_find) > MISS:
+        if _miss(mid, level_sd, final_sd, find_level) > MISS:
             low = mid
         else:
             high = mid
@@ -111,51 +118,118 @@ def find_heavy_hitters(
     confidence: float,
 ) -> HeavyHitters:
     """The (at most) ``top`` most frequent strings found in the statistics."""
-    salt_bytes = bytes.fromhex(salt)
-    tables = randomizer.level_tables(stats)
-    pooled = randomizer.pooled_tables(stats)
-    oracle = randomizer.level_oracle
-    levels = randomizer.levels
-    keep = keep_limit(top)
-    z_find = _N01.inv_cdf(1.0 - FALSE_DISCOVERY / (256 * keep * levels))
-    level_sd = [randomizer.noise_sd(tables[i]) for i in range(levels)]
-    pooled_sd = [randomizer.noise_sd(pooled[i]) for i in range(levels)]
-    found: list[bytes] = []
-    found_est: list[FrequencyEstimate] = []
-    cut = 0.0
-    prefixes: list[bytes] = [b""]
-    candidates = 0
-    searched = 0
-    for level in range(1, levels + 1):
-        if not prefixes:
-            break
-        searched = level
-        grown = _extensions(prefixes)
-        texts = [value for value in grown if _is_text(value)]
-        candidates += len(grown) + len(texts)
-        if texts:
-            keys = _keys([complete_key_bytes(t) for t in texts], salt_bytes)
-            lengths = np.full(len(texts), level, dtype=np.int64)
-            strings = randomizer.complete_estimates(pooled, lengths, keys, confidence)
-            hit = np.flatnonzero(strings.estimate >= z_find * pooled_sd[level - 1])
-            found.extend(texts[i] for i in hit)
-            found_est.append(strings.take(hit))
-        if level == levels:
-            break
-        table = tables[level - 1]
-        keys = _keys([prefix_key_bytes(p) for p in grown], salt_bytes)
-        n_level = int(table.sum())
-        if n_level == 0:
-            break
-        estimate = oracle.estimate_keys({"counts": table}, n_level, keys, confidence).estimate
-        passing = np.flatnonzero(estimate >= Z_KEEP * level_sd[level - 1])
-        if passing.size > keep:
+    search = _Search(randomizer, bytes.fromhex(salt), stats, keep_limit(top))
+    search.run()
+    found = search.confirm()
+    keys = _keys([complete_key_bytes(s) for s in found], search.salt)
+    lengths = np.array([len(s) for s in found], dtype=np.int64)
+    estimate = randomizer.complete_estimates(search.pooled, lengths, keys, confidence)
+    threshold = max(
+        search.cut,
+        detection_threshold(
+            search.level_sd[: randomizer.levels - 1],
+            search.pooled_sd[randomizer.levels - 1],
+            search.find_level(randomizer.levels),
+        ),
+    )
+    return _ranked(found, estimate, top, threshold, search.searched, search.candidates)
+
+
+class _Search:
+    """The level-by-level search (:meth:`run`), then the exact test of what it screened
+    (:meth:`confirm`)."""
+
+    def __init__(self, randomizer: PrefixHashing, salt: bytes, stats: Blocks, keep: int):
+        self.randomizer = randomizer
+        self.oracle = randomizer.level_oracle
+        self.salt = salt
+        self.keep = keep
+        self.tables = randomizer.level_tables(stats)
+        self.pooled = randomizer.pooled_tables(stats)
+        levels = randomizer.levels
+        self.level_n = self.tables.sum(axis=1)
+        self.pooled_n = self.pooled.sum(axis=1)
+        self.level_sd = [randomizer.noise_sd(self.tables[i]) for i in range(levels)]
+        self.pooled_sd = [randomizer.noise_sd(self.pooled[i]) for i in range(levels)]
+        self.tail = FALSE_DISCOVERY / (256 * keep * levels)
+        self.z_find = _N01.inv_cdf(1.0 - self.tail)
+        self.kept: list[tuple[bytes, float]] = []
+        self.screened: list[tuple[bytes, float]] = []
+        self.cut = 0.0
+        self.candidates = 0
+        self.searched = 0
+
+    def run(self) -> None:
+        prefixes: list[bytes] = [b""]
+        for level in range(1, self.randomizer.levels + 1):
+            if not prefixes:
+                return
+            self.searched = level
+            grown = _extensions(prefixes)
+            self._screen_strings([value for value in grown if _is_text(value)], level)
+            self.candidates += len(grown)
+            if level == self.randomizer.levels or self.level_n[level - 1] == 0:
+                return
+            prefixes = self._keep_prefixes(grown, level)
+
+    def _screen_strings(self, texts: list[bytes], level: int) -> None:
+        if not texts or self.pooled_n[level - 1] == 0:
+            return
+        self.candidates += len(texts)
+        keys = _keys([complete_key_bytes(t) for t in texts], self.salt)
+        lengths = np.full(len(texts), level, dtype=np.int64)
+        strings = self.randomizer.complete_estimates(self.pooled, lengths, keys, 0.5)
+        hit = np.flatnonzero(strings.estimate >= Z_SCREEN * self.pooled_sd[level - 1])
+        self.screened.extend((texts[i], float(strings.estimate[i])) for i in hit)
+
+    def _keep_prefixes(self, grown: list[bytes], level: int) -> list[bytes]:
+        table = self.tables[level - 1]
+        keys = _keys([prefix_key_bytes(p) for p in grown], self.salt)
+        n = int(self.level_n[level - 1])
+        estimate = self.oracle.estimate_keys({"counts": table}, n, keys, 0.5).estimate
+        passing = np.flatnonzero(estimate >= Z_KEEP * self.level_sd[level - 1])
+        if passing.size > self.keep:
             order = passing[np.argsort(estimate[passing])[::-1]]
-            cut = max(cut, float(estimate[order[keep]]))
-            passing = order[:keep]
-        prefixes = [grown[i] for i in passing]
-    threshold = max(cut, detection_threshold(level_sd[: levels - 1], pooled_sd[levels - 1], z_find))
-    return _ranked(found, found_est, top, threshold, searched, candidates, confidence)
+            self.cut = max(self.cut, float(estimate[order[self.keep]]))
+            passing = order[: self.keep]
+        self.kept.extend((grown[i], float(estimate[i])) for i in passing)
+        return [grown[i] for i in passing]
+
+    def _known(self, length: int) -> KnownKeys:
+        """The frequent keys of the pooled table of levels ``length..L``, with their
+        shares of its reports: the kept prefixes of those levels and the screened
+        strings (a string of ``m`` bytes is in levels ``≥ m``)."""
+        pool = float(self.pooled_n[length - 1])
+        data: list[bytes] = []
+        shares: list[float] = []
+        for prefix, estimate in self.kept:
+            if len(prefix) >= length:
+                data.append(prefix_key_bytes(prefix))
+                shares.append(estimate * float(self.level_n[len(prefix) - 1]) / pool)
+        for text, estimate in self.screened:
+            data.append(complete_key_bytes(text))
+            shares.append(estimate * float(self.pooled_n[max(len(text), length) - 1]) / pool)
+        return KnownKeys.of(self.oracle, _keys(data, self.salt), np.array(shares))
+
+    def _check(self, length: int, texts: list[bytes]) -> tuple[NDArray[np.bool_], float]:
+        keys = _keys([complete_key_bytes(t) for t in texts], self.salt)
+        table = self.pooled[length - 1]
+        return confirmed(self.oracle, table, keys, self._known(length), self.tail, self.z_find)
+
+    def confirm(self) -> list[bytes]:
+        """The screened strings that pass the exact test of :mod:`.hitter_check`."""
+        found: list[bytes] = []
+        for length in sorted({len(text) for text, _ in self.screened}):
+            texts = [text for text, _ in self.screened if len(text) == length]
+            passed, _ = self._check(length, texts)
+            found.extend(t for t, ok in zip(texts, passed, strict=True) if ok)
+        return found
+
+    def find_level(self, length: int) -> float:
+        """The estimate a string of ``length`` bytes must show to pass the exact test."""
+        if self.pooled_n[length - 1] == 0:
+            return 1.0
+        return self._check(length, [])[1]
 
 
 def _keys(data: list[bytes], salt: bytes) -> NDArray[np.uint64]:
@@ -164,20 +238,16 @@ def _keys(data: list[bytes], salt: bytes) -> NDArray[np.uint64]:
 
 def _ranked(
     found: list[bytes],
-    parts: list[FrequencyEstimate],
+    estimate: FrequencyEstimate,
     top: int,
     threshold: float,
     searched: int,
     candidates: int,
-    confidence: float,
 ) -> HeavyHitters:
-    estimate = np.concatenate([p.estimate for p in parts]) if parts else np.zeros(0)
-    stderr = np.concatenate([p.stderr for p in parts]) if parts else np.zeros(0)
-    n = parts[0].n if parts else 0
-    order = np.argsort(estimate, kind="stable")[::-1][:top]
+    order = np.argsort(estimate.estimate, kind="stable")[::-1][:top]
     return HeavyHitters(
         values=[found[i].decode("utf-8") for i in order],
-        estimate=FrequencyEstimate.normal(n, estimate[order], stderr[order], confidence),
+        estimate=estimate.take(order),
         threshold=threshold,
         levels_searched=searched,
         candidates=candidates,

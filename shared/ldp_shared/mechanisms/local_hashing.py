@@ -82,8 +82,8 @@ MAX_SKETCH_CELLS = 2**20
 DEFAULT_HASHES = 1024
 """Default ``k``: the collision term ``F₂/((g−1)k)`` is then below the sampling term up
 to ``n ≈ 4k/F₂`` reports (80,000 at F₂ = 0.05); larger collections should raise it."""
-QUERY_CHUNK = 4096
-"""Candidates estimated per step (bounds the ``candidates × k`` bucket matrix)."""
+QUERY_CELLS = 2**22
+"""Buckets computed per step of an estimate (``candidates × k``, 32 MiB of int64)."""
 
 
 def bucket_count(epsilon: float) -> int:
@@ -222,7 +222,7 @@ class LocalHashing(Randomizer):
     def exact_epsilon(self) -> float:
         """``ln(p/q)``: the ratio of a report's probability under two values whose bucket
         differs under the function the report names."""
-        return math.inf if self.q == 0.0 else math.log(self.p / self.q)
+        return math.inf if self.q == 0.0 else math.log(self.p) - math.log(self.q)
 
     @property
     def q_star(self) -> float:
@@ -274,16 +274,16 @@ class LocalHashing(Randomizer):
         return {"counts": np.bincount(cells, minlength=self.k * self.g).astype(np.int64)}
 
     def supports(self, counts: NDArray[np.int64], keys: NDArray[np.uint64]) -> NDArray[np.int64]:
-        """``C_v = Σ_j N[j, h_j(x_v)]`` for each key (in chunks of :data:`QUERY_CHUNK`)."""
+        """``C_v = Σ_j N[j, h_j(x_v)]`` for each key (:data:`QUERY_CELLS` buckets a step)."""
         flat = np.asarray(counts, dtype=np.int64)
         rows = np.arange(self.k)
         row_start = rows * self.g
         out = np.empty(keys.size, dtype=np.int64)
-        for start in range(0, keys.size, QUERY_CHUNK):
-            chunk = keys[start : start + QUERY_CHUNK, None]
-            cells = buckets(chunk, rows, self.g)
+        step = max(1, QUERY_CELLS // self.k)
+        for start in range(0, keys.size, step):
+            cells = buckets(keys[start : start + step, None], rows, self.g)
             cells += row_start
-            out[start : start + QUERY_CHUNK] = flat[cells].sum(axis=1)
+            out[start : start + step] = flat[cells].sum(axis=1)
         return out
 
     def second_moment(self, counts: NDArray[np.int64], n: int) -> float:
