@@ -28,6 +28,7 @@ version could change:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 import unicodedata
@@ -76,8 +77,8 @@ def _string_bytes(value: Any, max_length: int, what: str) -> bytes:
         raise InvalidRecordError(f"{what}: expected a string, got {type(value).__name__}")
     if not value:
         raise InvalidRecordError(f"{what}: the empty string is not a value")
-    try:
-        data = normalize_string(value).encode("utf-8")
+    try:  # ASCII is its own NFC
+        data = value.encode() if value.isascii() else normalize_string(value).encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidRecordError(
             f"{what}: {value[:20]!r} is not valid Unicode (it holds a lone surrogate)"
@@ -107,9 +108,17 @@ def value_bytes(value: Any, value_type: ValueType, max_length: int, what: str) -
     return _string_bytes(value, max_length, what)
 
 
+@functools.lru_cache(maxsize=64)
+def _keyed(salt: bytes) -> Any:
+    """BLAKE2b keyed with ``salt``, to be copied per value (cheaper than keying anew)."""
+    return hashlib.blake2b(digest_size=8, key=salt)
+
+
 def key_of(data: bytes, salt: bytes) -> int:
     """The 64-bit key (step 2) of tagged value bytes."""
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8, key=salt).digest(), "big")
+    hasher = _keyed(salt).copy()
+    hasher.update(data)
+    return int.from_bytes(hasher.digest(), "big")
 
 
 def hash_keys(
@@ -119,11 +128,22 @@ def hash_keys(
     max_length: int,
     what: str,
 ) -> NDArray[np.uint64]:
-    """The 64-bit keys (step 2) of a column of values."""
+    """The 64-bit keys (step 2) of a column of values, each distinct value checked and
+    hashed once."""
     salt_bytes = bytes.fromhex(salt)
+    seen: dict[tuple[type, Any], int] = {}
     keys = np.empty(len(values), dtype=np.uint64)
     for i, value in enumerate(values):
-        keys[i] = key_of(value_bytes(value, value_type, max_length, what), salt_bytes)
+        try:
+            memo: tuple[type, Any] | None = (type(value), value)
+            key = seen.get(memo)  # type: ignore[arg-type]
+        except TypeError:  # unhashable (a bytearray; or not a value: value_bytes says so)
+            memo, key = None, None
+        if key is None:
+            key = key_of(value_bytes(value, value_type, max_length, what), salt_bytes)
+            if memo is not None:
+                seen[memo] = key
+        keys[i] = key
     return keys
 
 
