@@ -131,7 +131,17 @@ def hash_keys(
     """The 64-bit keys (step 2) of a column of values, each distinct value checked and
     hashed once."""
     salt_bytes = bytes.fromhex(salt)
-    seen: dict[tuple[type, Any], int] = {}
+    if value_type == "string":
+        try:  # strings equal only strings of the same text: one check each suffices
+            distinct = list(dict.fromkeys(values))
+        except TypeError:  # an unhashable value: the loop below names it
+            pass
+        else:
+            found = {
+                v: key_of(value_bytes(v, "string", max_length, what), salt_bytes) for v in distinct
+            }
+            return np.fromiter(map(found.__getitem__, values), dtype=np.uint64, count=len(values))
+    seen: dict[tuple[type, Any], int] = {}  # by type too: True == 1 but only 1 is a value
     keys = np.empty(len(values), dtype=np.uint64)
     for i, value in enumerate(values):
         try:
