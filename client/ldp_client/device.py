@@ -152,13 +152,16 @@ def canonical_record(config: CollectionConfig, record: Record) -> bytes:
     each number as what its mechanism perturbs (clipped and scaled, as a float's repr).
 
     Two records the mechanisms cannot tell apart (a basket given as a set, a list or in
-    another order; ``5`` and ``5.0``; two values clipped to the same bound) give the same
-    bytes. Call it on validated records only.
+    another order; ``5`` and ``5.0``; two values clipped to the same bound; a hashed string
+    in NFC and in NFD, by its key) give the same bytes. Call it on validated records only.
     """
     document: dict[str, Any] = {}
     for spec in config.spec.attributes:
         value = record[spec.name]
-        if spec.is_basket:
+        own = spec.canonical_value(value)
+        if own is not None:
+            document[spec.name] = own
+        elif spec.is_basket:
             document[spec.name] = sorted({str(item) for item in value})
         elif spec.values:
             document[spec.name] = str(value)

@@ -270,3 +270,39 @@ def test_numbers_the_mechanism_cannot_tell_apart_share_one_memo_key() -> None:
     assert key(40) == key(40.0)  # an int and a float
     assert key(95) == key(90) == key(1e9)  # clipped to the same bound
     assert key(40) != key(41)
+
+
+HASHED = CollectionSpec(
+    name="hashed",
+    epsilon=4.0,
+    attributes=[
+        AttributeSpec(name="url", mechanism="flh", salt="0f" * 16),
+        AttributeSpec(name="word", mechanism="pem", max_length=8, salt="f0" * 16),
+    ],
+    release=ReleasePolicy(min_reports=1),
+)
+
+
+def test_a_memoised_string_resends_its_first_report_in_any_spelling(
+    make_client: MakeClient, server: FakeAggregator, ledger_path: Path
+):
+    """Open-domain strings are memoised by their key: "café" typed in NFC or in NFD is
+    one value, so the device sends the first report again and is charged once."""
+    hashed = server.add(HASHED)
+    ledger_path.parent.mkdir()
+    nfc = {"url": "https://caf\u00e9.example/", "word": "caf\u00e9"}
+    nfd = {"url": "https://cafe\u0301.example/", "word": "cafe\u0301"}
+    client = make_client(ledger=ledger_path, memoize={"hashed"})
+    client.submit("hashed", [nfc])
+    (first_bits,) = sent_bits(server, "hashed").values()
+    client.submit("hashed", [nfd, nfc])
+    assert set(sent_bits(server, "hashed").values()) == {first_bits}
+    assert client.ledger.spending("hashed") == Spending(
+        reports=3, charged=1, epsilon=pytest.approx(hashed.epsilon)
+    )
+    client.submit("hashed", [{"url": "https://other.example/", "word": "cafe"}])
+    assert client.ledger.spending("hashed").charged == 2
+    assert canonical_record(hashed, nfc) == canonical_record(hashed, nfd)
+    assert canonical_record(hashed, nfc) != canonical_record(
+        hashed, {"url": "https://caf\u00e9.example/", "word": "cafe"}
+    )

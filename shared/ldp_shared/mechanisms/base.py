@@ -238,6 +238,12 @@ class AttributeSpec(BaseModel):
         domain: its frequencies are then estimated for the values a query names."""
         return False
 
+    def canonical_value(self, value: Any) -> str | None:
+        """What memoisation remembers of a (validated) value, where two spellings of one
+        value must count as one (a hashed value: its key); ``None``: the record's generic
+        canonical form (``ldp_client.device.canonical_record``)."""
+        return None
+
     def parse_candidate(self, text: str) -> Any:
         """A value named in a query, from its text (a mechanism over integers parses it)."""
         return text

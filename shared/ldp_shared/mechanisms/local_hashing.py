@@ -162,6 +162,10 @@ class LocalHashingSpec(AttributeSpec):
             return self._domain_keys()[index]
         return hash_keys(column, self.salt, self.value_type, self.max_length, self._what())
 
+    def canonical_value(self, value: Any) -> str:
+        """Its key in hex: "café" in NFC and in NFD are one value, so one memoised report."""
+        return f"{int(self.encode([value])[0]):016x}"
+
     def parse_candidate(self, text: str) -> Any:
         """A value named in a query, from its text (integers in decimal)."""
         if self.value_type == "integer":

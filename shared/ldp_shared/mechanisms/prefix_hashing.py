@@ -140,6 +140,10 @@ class PrefixHashingSpec(AttributeSpec):
             out[i] = row
         return out
 
+    def canonical_value(self, value: Any) -> str:
+        """The key of the whole string in hex (its spellings in NFC and NFD are one)."""
+        return f"{int(self.encode([value])[0, -1]):016x}"
+
     def randomizer(self, epsilon: float | None, classes: int = 1) -> PrefixHashing:
         if epsilon is None:
             raise ConfigurationError(f"attribute {self.name!r}: PEM needs an ε")
