@@ -123,13 +123,14 @@ def named_values(config: CollectionConfig, index: int | None, text: str) -> Name
                 return NamedValues(names, encoded, direct=True)
             listed = attr.values
         assert listed is not None
-        error = f"{attribute_or_label(config, index)} has no value {{bad}}"
+        error = f"{_subject(config, index)} has no value {{bad}}"
         return NamedValues(names, domain_indices(listed, names, error), direct=False)
     except InvalidRecordError as error:
         raise InvalidQueryError(f"values: {error.detail}") from None
 
 
-def attribute_or_label(config: CollectionConfig, index: int | None) -> str:
+def _subject(config: CollectionConfig, index: int | None) -> str:
+    """``attribute 'x'`` or ``the label 'y'``, for a message."""
     if index is None:
         assert config.label is not None
         return f"the label {config.label.name!r}"
