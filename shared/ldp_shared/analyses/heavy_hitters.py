@@ -6,8 +6,8 @@ extended by each of the 256 bytes ``b``:
 
 * the **prefix** ``P·b`` is estimated from level ``ℓ`` (its key exists only there) and
   kept when its estimate is at least ``z_keep·σ_ℓ``, the ``keep`` largest of them at most;
-* the **string** ``P·b``, if it is UTF-8, is estimated from levels ``ℓ..L`` pooled and
-  screened when its estimate is at least ``Z_SCREEN·σ_{≥ℓ}``.
+* the **string** ``P·b``, if it is UTF-8 in NFC (what a device sends), is estimated
+  from levels ``ℓ..L`` pooled and screened when its estimate is at least ``Z_SCREEN·σ_{≥ℓ}``.
 
 ``σ`` is the standard error of the estimate of a key no device holds (FLH's sampling
 and collision terms at ``f = 0``). When the levels are done, each screened string is
@@ -30,6 +30,7 @@ least ``1 − β``.
 from __future__ import annotations
 
 import math
+import unicodedata
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -103,11 +104,12 @@ def _extensions(prefixes: list[bytes]) -> list[bytes]:
 
 
 def _is_text(data: bytes) -> bool:
+    """Whether a device could have sent ``data`` whole: UTF-8 in Unicode NFC."""
     try:
-        data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    return True
+    return unicodedata.is_normalized("NFC", text)
 
 
 def find_heavy_hitters(

@@ -19,7 +19,8 @@ the value's UTF-8 (after NFC), and each level reports by fast local hashing
   ``ℓ ≥ m``; the levels are chosen independently of the value, so the reports of those
   levels together are a random ``(L − m + 1)/L`` share of the devices, and the FLH
   estimate over their summed tables (``Σ_{ℓ≥m} N[ℓ]``, ``n_{≥m}`` reports) is unbiased
-  for ``f_s`` with FLH's stated variance at ``n_{≥m}``.
+  for ``f_s`` with FLH's stated variance at ``n_{≥m}``, plus the sampling term of a
+  uniform share: ``f(1 − f)/n_{≥m} · (N − n_{≥m})/(N − 1)``.
 * **Discovery** (:mod:`ldp_shared.analyses.heavy_hitters`) estimates, level after level,
   the 256 one-byte extensions of the prefixes kept so far.
 
@@ -262,7 +263,9 @@ class PrefixHashing(Randomizer):
         confidence: float,
     ) -> FrequencyEstimate:
         """Estimates of strings of byte ``lengths`` with complete ``keys``, each from the
-        pooled levels ``≥`` its length (``pooled`` from :meth:`pooled_tables`)."""
+        pooled levels ``≥`` its length (``pooled`` from :meth:`pooled_tables`); the
+        ``n_{≥m}`` reports there are a uniform share of all ``N``, so the variance adds
+        ``f(1 − f)/n_{≥m} · (N − n_{≥m})/(N − 1)`` to FLH's."""
         estimate = np.zeros(keys.size)
         stderr = np.zeros(keys.size)
         n_total = int(pooled[0].sum())
@@ -275,7 +278,9 @@ class PrefixHashing(Randomizer):
                     f"no report fell in the levels that carry strings of {length} bytes yet"
                 )
             part = self.level_oracle.estimate_keys({"counts": table}, n, keys[rows], confidence)
-            estimate[rows], stderr[rows] = part.estimate, part.stderr
+            f = np.clip(part.estimate, 0.0, 1.0)
+            share = f * (1.0 - f) / n * (n_total - n) / max(n_total - 1, 1)
+            estimate[rows], stderr[rows] = part.estimate, np.sqrt(part.stderr**2 + share)
         return FrequencyEstimate.normal(n_total, estimate, stderr, confidence)
 
     def estimate_values(
