@@ -11,8 +11,18 @@ segments and posts the reports. It is the executable reference of the document's
 section "Writing a client in another language".
 
 Mechanisms: ``duchi``, ``piecewise``, ``hybrid``, ``laplace`` (numbers), ``grr``, ``oue``
-and ``exponential`` with the ``ordinal`` or ``equality`` utility (categories), under the
-``split`` budget; it refuses any other config.
+and ``exponential`` with the ``ordinal`` or ``equality`` utility (categories), and the
+open domains of the section "Open domains": ``flh`` (open strings, open integers or a
+declared list of strings), ``pem`` (strings, with its prefix levels) and ``hadamard``
+(``domain_size`` or a list), under the ``split`` budget; it refuses any other config.
+Their hash family (NFC, UTF-8 and a tag; keyed BLAKE2b-64; the SplitMix64 finaliser's
+bucket) is written here from the document's steps, and checked against its table.
+
+Randomness: every sampler takes a ``gen``, a numpy ``Generator`` (seeded: tests only) or
+a :class:`SecureSource` (the operating system's CSPRNG through :mod:`secrets`, what a
+device uses); the open-domain samplers draw only raw 64-bit words from it and build
+their uniform integers (by rejection) and doubles (``k/2^53``) themselves, so a device
+and a test take the same path.
 """
 
 from __future__ import annotations
@@ -22,7 +32,10 @@ import functools
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+import numbers
+import secrets
+import unicodedata
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,10 +46,73 @@ TWO53 = 1 << 53
 REL_TOL = 1e-12
 LATTICE = ("piecewise", "hybrid", "laplace")
 NUMERIC = ("duchi", *LATTICE)
+OPEN = ("flh", "pem", "hadamard")
+MASK64 = (1 << 64) - 1
 
 
 class ConfigMismatchError(Exception):
     """The published config differs from what the spec implies."""
+
+
+# -- randomness (wire-format: "Writing a client", step 4) ---------------------------------
+
+
+class SecureSource:
+    """Draws for a real device: every bit from :func:`secrets.token_bytes` (the operating
+    system's CSPRNG). It has the members of a numpy ``Generator`` that this client uses
+    (``bit_generator.random_raw``, ``random``, ``integers``, ``bytes``), each built from
+    raw 64-bit words as :func:`uniform_doubles` and :func:`uniform_below` build them, so
+    :func:`perturb` and :func:`upload` run on it unchanged."""
+
+    @property
+    def bit_generator(self) -> SecureSource:
+        return self
+
+    def random_raw(self, size: int) -> np.ndarray:
+        return np.frombuffer(secrets.token_bytes(8 * int(size)), dtype="<u8").astype(np.uint64)
+
+    def random(self, size: int | tuple[int, ...]) -> np.ndarray:
+        return uniform_doubles(self, size)
+
+    def integers(self, low: int, high: Any, size: int) -> np.ndarray:
+        return low + uniform_below(self, np.asarray(high) - low, size)
+
+    def bytes(self, length: int) -> bytes:
+        return secrets.token_bytes(length)
+
+
+Source = np.random.Generator | SecureSource
+
+
+def raw_words(gen: Source, n: int) -> np.ndarray:
+    """``n`` uniform 64-bit words (``uint64``)."""
+    return np.asarray(gen.bit_generator.random_raw(n), dtype=np.uint64)
+
+
+def uniform_doubles(gen: Source, size: int | tuple[int, ...]) -> np.ndarray:
+    """Uniform doubles ``k/2^53``, ``k`` the top 53 bits of a word."""
+    shape = (size,) if isinstance(size, int) else tuple(size)
+    words = raw_words(gen, math.prod(shape)) >> np.uint64(11)
+    return (words.astype(np.float64) * 2.0**-53).reshape(shape)
+
+
+def uniform_below(gen: Source, bound: Any, n: int) -> np.ndarray:
+    """``n`` uniform integers in ``[0, bound)`` (``1 ≤ bound ≤ 2^63``, one or one per
+    draw; ``int64``), by rejection: a word is kept when it lies below the largest multiple
+    of ``bound`` that fits in 2^64, then reduced modulo ``bound``; unbiased."""
+    bound = np.broadcast_to(np.asarray(bound, dtype=np.uint64), (n,))
+    if n and not (int(bound.min()) >= 1 and int(bound.max()) <= 1 << 63):
+        raise ValueError("uniform_below needs bounds from 1 to 2^63")
+    top = np.uint64(MASK64)
+    limit = top - (top % bound + np.uint64(1)) % bound  # limit + 1 ≡ 0 (mod bound)
+    out = np.empty(n, dtype=np.uint64)
+    todo = np.arange(n)
+    while todo.size:
+        words = raw_words(gen, todo.size)
+        kept = words <= limit[todo]
+        out[todo[kept]] = words[kept] % bound[todo[kept]]
+        todo = todo[~kept]
+    return out.astype(np.int64)
 
 
 # -- integer channels (wire-format: "The channel", lattice "Channel") --------------------
@@ -63,7 +139,7 @@ def channel_epsilon(weights: np.ndarray) -> float:
     return float(np.max(np.log(w.max(axis=1) / w.min(axis=1))))
 
 
-def sample_channel(weights: np.ndarray, columns: np.ndarray, gen: np.random.Generator) -> Any:
+def sample_channel(weights: np.ndarray, columns: np.ndarray, gen: Source) -> Any:
     """Draw one answer per input column from a uniform 53-bit ``U`` each (a raw 64-bit
     word shifted right by 11)."""
     u = gen.bit_generator.random_raw(columns.size) >> np.uint64(11)
@@ -79,7 +155,7 @@ def answer_for(weights: np.ndarray, columns: np.ndarray, u: np.ndarray) -> Any:
     return np.searchsorted(cum, u + offset, side="right") - columns.astype(np.int64) * rows
 
 
-def round_to_levels(t: np.ndarray, levels: int, gen: np.random.Generator) -> Any:
+def round_to_levels(t: np.ndarray, levels: int, gen: Source) -> Any:
     """Randomized rounding of ``t ∈ [−1, 1]`` to ``k ∈ 0..K`` (``t_k = −1 + 2k/K``)."""
     s = (t + 1.0) * levels / 2.0
     low = np.floor(s)
@@ -201,6 +277,215 @@ def duchi_epsilon(eps: float) -> float:
     return max(math.log(hi / lo), math.log((1.0 - lo) / (1.0 - hi)))
 
 
+# -- open domains (wire-format: "Open domains: flh, pem, hadamard") ---------------------
+
+TAG_STRING, TAG_INTEGER, TAG_PREFIX = b"s", b"i", b"p"
+SPLITMIX = (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
+
+
+def string_bytes(value: Any, max_length: int) -> bytes:
+    """A string's bytes: Unicode NFC (nothing else), UTF-8, 1 to ``max_length`` bytes."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {type(value).__name__}")
+    raw = unicodedata.normalize("NFC", value).encode("utf-8")  # a lone surrogate raises
+    if not 1 <= len(raw) <= max_length:
+        raise ValueError(f"a value must be 1 to {max_length} bytes in UTF-8, not {len(raw)}")
+    return raw
+
+
+def integer_bytes(value: Any) -> bytes:
+    """An integer ``0 ≤ x < 2^64`` as its 8 big-endian bytes (``True`` is no integer)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"expected an integer, got {type(value).__name__}")
+    if not 0 <= int(value) <= MASK64:
+        raise ValueError("an integer value must lie in [0, 2^64)")
+    return int(value).to_bytes(8, "big")
+
+
+def hash_key(tagged: bytes, salt: bytes) -> int:
+    """``x``: keyed BLAKE2b (RFC 7693) of the tagged bytes, 8-byte digest, big-endian."""
+    return int.from_bytes(hashlib.blake2b(tagged, digest_size=8, key=salt).digest(), "big")
+
+
+def bucket_of(keys: Any, j: Any, g: int) -> np.ndarray:
+    """``h_j(x)`` among ``g`` buckets, elementwise, in unsigned 64-bit arithmetic (numpy
+    ``uint64`` arrays wrap modulo 2^64)."""
+    x = np.atleast_1d(np.asarray(keys, dtype=np.uint64))
+    jj = np.atleast_1d(np.asarray(j, dtype=np.uint64))
+    with np.errstate(over="ignore"):
+        z = x + (jj + np.uint64(1)) * np.uint64(SPLITMIX[0])
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(SPLITMIX[1])
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(SPLITMIX[2])
+        z = z ^ (z >> np.uint64(31))
+        return ((z >> np.uint64(32)) * np.uint64(g)) >> np.uint64(32)
+
+
+def open_buckets(eps: float) -> int:
+    """``g = round(e^ε + 1)``, held between 2 and 256."""
+    return min(256, max(2, round(math.exp(eps) + 1.0)))
+
+
+def hadamard_rows(d: int) -> int:
+    """``D``, the least power of two ``≥ d``."""
+    return 1 << (d - 1).bit_length()
+
+
+def value_keys(attr: Attribute, values: Sequence[Any]) -> np.ndarray:
+    """Per value: its keys at the levels ``1..L`` (``pem``; one column, ``flh``), each
+    distinct value checked and hashed once."""
+    memo: dict[Any, int] = {}
+    table: list[list[int]] = []
+    index = np.empty(len(values), dtype=np.int64)
+    declared = frozenset(attr.domain)
+    for i, value in enumerate(values):
+        # 1 and True, 1 and 1.0 are one dict key: key the memo by type as well
+        memo_key = (type(value), value)
+        if memo_key not in memo:
+            memo[memo_key] = len(table)
+            table.append(keys_at_levels(attr, value, declared))
+        index[i] = memo[memo_key]
+    return np.array(table, dtype=np.uint64).reshape(-1, attr.levels or 1)[index]
+
+
+def keys_at_levels(attr: Attribute, value: Any, declared: frozenset[str]) -> list[int]:
+    """One value's keys: ``[x]`` for ``flh``, one per level ``ℓ = 1..L`` for ``pem``."""
+    if attr.value_type == "integer":
+        return [hash_key(TAG_INTEGER + integer_bytes(value), attr.salt)]
+    raw = string_bytes(value, attr.max_length)
+    if declared and raw.decode("utf-8") not in declared:
+        raise ValueError(f"{attr.name}: {value!r} is not in the declared domain")
+    whole = hash_key(TAG_STRING + raw, attr.salt)
+    if attr.mechanism == "flh":
+        return [whole]
+    # pem: at level ℓ the prefix key of the first ℓ bytes when the string is longer than
+    # ℓ bytes, else the key of the whole string (as flh hashes it).
+    return [
+        hash_key(TAG_PREFIX + raw[:level], attr.salt) if len(raw) > level else whole
+        for level in range(1, attr.levels + 1)
+    ]
+
+
+def grr_buckets(attr: Attribute, true: np.ndarray, gen: Source) -> np.ndarray:
+    """``y = b`` with probability ``p``, else a uniform one of the other ``g − 1``."""
+    n, g = true.size, attr.buckets
+    keep = uniform_doubles(gen, n) < attr.derived["p"]
+    other = uniform_below(gen, g - 1, n)
+    other += other >= true
+    return np.where(keep, true, other)
+
+
+def perturb_open(attr: Attribute, values: Any, gen: Source) -> np.ndarray:
+    """Segments (``n × byte_length`` uint8) of an ``flh``, ``pem`` or ``hadamard``
+    attribute for the true values: strings or integers (``flh``, ``pem``), value indices
+    (``hadamard``: the position in ``domain`` or the integer itself)."""
+    n = len(values)
+    if attr.mechanism == "hadamard":
+        v = np.asarray(values) if n else np.zeros(0, dtype=np.int64)
+        if v.dtype.kind not in "iu" or (n and (v.min() < 0 or v.max() >= attr.size)):
+            raise ValueError(f"{attr.name}: values must be integers in [0, {attr.size})")
+        row = uniform_below(gen, attr.rows, n)
+        plus = np.bitwise_count(row & v.astype(np.int64)) % 2 == 0  # H[j, v] = +1
+        keep = uniform_doubles(gen, n) < attr.derived["p"]
+        word = 2 * row + (plus == keep)  # s = 1 for y = +1
+        return ((word[:, None] >> np.array([16, 8, 0])) & 0xFF).astype(np.uint8)
+    keys = value_keys(attr, values)
+    out = []
+    if attr.mechanism == "pem":
+        level = uniform_below(gen, attr.levels, n)  # ℓ − 1
+        keys = keys[np.arange(n), level]
+        out.append(level[:, None].astype(np.uint8))
+    else:
+        keys = keys[:, 0]
+    j = uniform_below(gen, attr.hashes, n)
+    y = grr_buckets(attr, bucket_of(keys, j, attr.buckets).astype(np.int64), gen)
+    out += [index_bytes_of(j, 2), y[:, None].astype(np.uint8)]
+    return np.hstack(out)
+
+
+def escape_values(values: Sequence[Any]) -> str:
+    """The text of ``frequencies?values=``: values separated by commas, a comma or a
+    backslash inside one written ``\\,`` or ``\\\\``; integers in decimal."""
+    parts = []
+    for value in values:
+        text = str(int(value)) if isinstance(value, numbers.Integral) else str(value)
+        parts.append(text.replace("\\", "\\\\").replace(",", "\\,"))
+    return ",".join(parts)
+
+
+SPEC_MEMBERS = {
+    "flh": {"domain", "value_type", "max_length", "hashes", "salt"},
+    "pem": {"max_length", "hashes", "salt"},
+    "hadamard": {"domain", "domain_size"},
+}
+
+
+def plan_open(spec_attr: Mapping[str, Any], eps: float, published: Mapping[str, Any]) -> Attribute:
+    """An ``flh``, ``pem`` or ``hadamard`` attribute from its spec entry."""
+    mech, name = spec_attr["mechanism"], spec_attr["name"]
+    known = SPEC_MEMBERS[mech] | {"name", "mechanism", "weight"}
+    unknown = [k for k, v in spec_attr.items() if k not in known and v is not None]
+    if unknown:
+        raise ConfigMismatchError(f"{name}: this client does not know the spec's {unknown}")
+    out: dict[str, Any] = {"name": name, "mechanism": mech}
+    e = math.exp(eps)
+    if mech == "hadamard":
+        domain, size = spec_attr.get("domain"), spec_attr.get("domain_size")
+        if (domain is None) == (size is None):
+            raise ConfigMismatchError(f"{name}: hadamard needs a domain or a domain_size")
+        d = len(domain) if domain is not None else size
+        if not isinstance(d, int) or isinstance(d, bool) or not 2 <= d <= 1 << 23:
+            raise ConfigMismatchError(f"{name}: a hadamard domain of {d!r} values")
+        rows = hadamard_rows(d)  # 2j + s must fit in 24 bits
+        p, q = e / (e + 1.0), 1.0 / (e + 1.0)
+        if domain is not None:
+            out["domain"] = list(domain)
+        out |= {"epsilon": math.log(p / q), "p": p, "q": q, "encoding": "hadamard"}
+        out["rows"] = rows
+        attr = Attribute(name, mech, eps, out, 3, rows, domain=list(domain or []))
+        attr.rows, attr.size = rows, d
+        return attr
+    salt = spec_attr.get("salt")
+    if not (isinstance(salt, str) and len(salt) == 32 and set(salt) <= set("0123456789abcdef")):
+        raise ConfigMismatchError(f"{name}: the salt must be 32 lowercase hex digits")
+    max_length = spec_attr.get("max_length")
+    longest = 32 if mech == "pem" else 1 << 31  # pem: one level a byte, at most 32
+    if not isinstance(max_length, int) or not 1 <= max_length <= longest:
+        raise ConfigMismatchError(f"{name}: max_length {max_length!r}")
+    hashes = spec_attr.get("hashes")
+    if hashes is None and mech == "pem":
+        # The document gives no rule for pem's number of hash functions when the spec
+        # leaves it out: take the published one (it does not change ε, a report's j is
+        # drawn independently of the value), within what the uint16 j can carry.
+        hashes = published.get("hashes")
+    if not isinstance(hashes, int) or isinstance(hashes, bool) or not 1 <= hashes <= 65536:
+        raise ConfigMismatchError(f"{name}: hashes {hashes!r}")
+    g = open_buckets(eps)
+    p, q = e / (e + g - 1.0), 1.0 / (e + g - 1.0)
+    value_type, domain = spec_attr.get("value_type", "string"), spec_attr.get("domain")
+    if mech == "flh":
+        if value_type not in ("string", "integer"):
+            raise ConfigMismatchError(f"{name}: value_type {value_type!r}")
+        if domain != "open":
+            listed = isinstance(domain, list) and all(isinstance(v, str) for v in domain)
+            if value_type != "string" or not listed:
+                raise ConfigMismatchError(f"{name}: a domain of {domain!r}")
+            if any(unicodedata.normalize("NFC", v) != v for v in domain):
+                raise ConfigMismatchError(f"{name}: a declared value not in NFC")
+            out["domain"] = list(domain)
+    out |= {"epsilon": math.log(p / q), "p": p, "q": q, "hashes": hashes, "buckets": g}
+    out["encoding"] = "hashed" if mech == "flh" else "prefix-hashed"
+    levels = max_length if mech == "pem" else 0
+    if mech == "pem":
+        out["levels"] = levels
+    counters = max(levels, 1) * hashes * g
+    listed_domain = list(domain) if isinstance(domain, list) else []
+    attr = Attribute(name, mech, eps, out, 4 if mech == "pem" else 3, counters)
+    attr.domain, attr.levels = listed_domain, levels
+    attr.salt, attr.value_type, attr.max_length = bytes.fromhex(salt), value_type, max_length
+    attr.hashes, attr.buckets = hashes, g
+    return attr
+
+
 # -- the config: recompute, compare, keep our own numbers ----------------------------------
 
 
@@ -219,15 +504,29 @@ class Attribute:
     lo: float = 0.0
     hi: float = 1.0
     domain: list[str] = field(default_factory=list)
+    # open domains: the hash family's salt, value type and longest value (flh, pem); k, g
+    # (and the levels L in ``levels``); hadamard's rows D and domain size d
+    salt: bytes = b""
+    value_type: str = "string"
+    max_length: int = 0
+    hashes: int = 0
+    buckets: int = 0
+    rows: int = 0
+    size: int = 0
 
 
 def index_bytes(size: int) -> int:
     return 1 if size <= 256 else 2
 
 
-def plan_attribute(spec_attr: Mapping[str, Any], eps: float) -> Attribute:
-    """The attribute's channel and the members its config entry must show."""
+def plan_attribute(
+    spec_attr: Mapping[str, Any], eps: float, published: Mapping[str, Any] | None = None
+) -> Attribute:
+    """The attribute's channel and the members its config entry must show (``published``,
+    its config entry, is read for pem's ``hashes`` alone, when the spec leaves it out)."""
     mech, name = spec_attr["mechanism"], spec_attr["name"]
+    if mech in OPEN:
+        return plan_open(spec_attr, eps, published or {})
     out: dict[str, Any] = {"name": name, "mechanism": mech}
     if mech in NUMERIC:
         lo, hi = float(spec_attr["lo"]), float(spec_attr["hi"])
@@ -328,9 +627,9 @@ def config_problems(config: Mapping[str, Any]) -> tuple[list[str], Plan]:
         raise ConfigMismatchError("the config has another number of attributes than its spec")
     total = sum(float(a["weight"]) for a in spec["attributes"])
     attrs, offset, stats = [], 0, 0
-    for spec_attr in spec["attributes"]:
+    for spec_attr, published in zip(spec["attributes"], config["attributes"], strict=True):
         eps = float(spec["epsilon"]) * spec_attr["weight"] / total
-        attr = plan_attribute(spec_attr, eps)
+        attr = plan_attribute(spec_attr, eps, published)
         attr.derived |= {"byte_offset": offset, "byte_length": attr.byte_length}
         attr.derived["stats_offset"] = stats
         offset, stats = offset + attr.byte_length, stats + attr.counters
@@ -376,9 +675,11 @@ def scaled(attr: Attribute, x: np.ndarray) -> Any:
     return 2.0 * (clipped - attr.lo) / (attr.hi - attr.lo) - 1.0
 
 
-def perturb_segment(attr: Attribute, values: np.ndarray, gen: np.random.Generator) -> Any:
+def perturb_segment(attr: Attribute, values: np.ndarray, gen: Source) -> Any:
     """The segments (``n × byte_length`` bytes) of one attribute for ``n`` true values
     (numbers, or indices into the domain)."""
+    if attr.mechanism in OPEN:
+        return perturb_open(attr, values, gen)
     n = values.size
     if attr.mechanism == "duchi":
         answers = gen.random(n) < duchi_plus(attr.eps, scaled(attr, values))
@@ -407,7 +708,7 @@ def index_bytes_of(index: np.ndarray, width: int) -> Any:
     return index.astype(">u2" if width == 2 else "u1").view(np.uint8).reshape(-1, width)
 
 
-def perturb(plan: Plan, columns: Mapping[str, np.ndarray], gen: np.random.Generator) -> Any:
+def perturb(plan: Plan, columns: Mapping[str, np.ndarray], gen: Source) -> Any:
     """Reports (``n × report_bytes`` uint8) for records given column-wise."""
     return np.hstack([perturb_segment(a, columns[a.name], gen) for a in plan.attributes])
 
@@ -415,14 +716,14 @@ def perturb(plan: Plan, columns: Mapping[str, np.ndarray], gen: np.random.Genera
 # -- upload --------------------------------------------------------------------------------
 
 
-def report_ids(n: int, gen: np.random.Generator) -> list[str]:
+def report_ids(n: int, gen: Source) -> list[str]:
     """``n`` ids of 128 random bits, URL-safe base64 without padding (22 characters)."""
     raw = gen.bytes(16 * n)
     return [base64.urlsafe_b64encode(raw[16 * i : 16 * i + 16]).decode()[:22] for i in range(n)]
 
 
 def upload(
-    http: httpx.Client, plan: Plan, reports: np.ndarray, gen: np.random.Generator, batch: int
+    http: httpx.Client, plan: Plan, reports: np.ndarray, gen: Source, batch: int
 ) -> list[dict[str, Any]]:
     """POST the reports in batches of at most ``batch`` (≤ 10,000); every outcome, in order."""
     outcomes: list[dict[str, Any]] = []

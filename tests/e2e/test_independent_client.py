@@ -12,7 +12,13 @@
   truth (Bonferroni over all intervals at the suite's fixed ``ALPHA``);
 * checks the answers it sent against its own channels (Pearson χ²; power: the same test
   rejects the answers of the samplers built with ε·1.3 and ε/1.3);
-* sees the aggregator reject reports no honest device can send.
+* sees the aggregator reject reports no honest device can send;
+* for the open domains (``flh`` over open strings and integers, ``pem``, ``hadamard`` with
+  ``domain_size``): reproduces the document's table of hash keys and buckets, verifies
+  their configs (and refuses tampered ones), sends 5,500 reports (500 of them drawn from
+  :class:`~independent_client.SecureSource`, as a device draws), every one accepted and
+  following the client's channel, and ``frequencies?values=`` covers the planted and an
+  absent value while ``heavy-hitters`` finds the planted words.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from __future__ import annotations
 import base64
 import dataclasses
 import math
+import unicodedata
+from collections import Counter
 from typing import Any
 
 import httpx
@@ -29,6 +37,9 @@ from tests.statistical._stats import (
     ALPHA,
     POWER_MARGIN_SD,
     Chi2Result,
+    assert_z_power,
+    binomial_pvalue,
+    chi2_gof,
     chi2_gof_rows,
     chi2_quantile,
     wrong_epsilons,
@@ -368,3 +379,327 @@ def test_reports_no_device_can_send_are_rejected(server: str) -> None:
     assert [o["status"] for o in outcomes] == ["accepted"] + ["rejected"] * (len(bodies) - 1)
     for outcome, (_, _, reason) in zip(outcomes[1:], bodies[1:], strict=True):
         assert reason in outcome["reason"], outcome
+
+
+# -- open domains: flh, pem, hadamard ---------------------------------------------------
+
+ZERO_SALT = bytes(16)
+CAFE_NFC, CAFE_NFD = "caf\u00e9", "cafe\u0301"
+
+
+def test_the_documents_hash_examples_byte_for_byte() -> None:
+    """docs/wire-format.md, "Hashed values": the table of keys and buckets (salt zero)."""
+    hello = ic.TAG_STRING + ic.string_bytes("hello", 64)
+    cafes = [ic.TAG_STRING + ic.string_bytes(v, 64) for v in (CAFE_NFC, CAFE_NFD)]
+    seven = ic.TAG_INTEGER + ic.integer_bytes(7)
+    assert hello == b"shello" and seven == b"i\x00\x00\x00\x00\x00\x00\x00\x07"
+    assert cafes == [b"scaf\xc3\xa9"] * 2  # NFD input is normalised to NFC
+    table = [  # value, key x, h_0 and h_1 (g = 56), h_65535 (g = 256)
+        (hello, 0x9877CD1C0291A9CA, 37, 12, 109),
+        (cafes[0], 0x5833E6511BC994F6, 19, 7, 234),
+        (cafes[1], 0x5833E6511BC994F6, 19, 7, 234),
+        (seven, 0xB3244923CEB588AE, 54, 2, 226),
+    ]
+    for tagged, key, h0, h1, h65535 in table:
+        x = ic.hash_key(tagged, ZERO_SALT)
+        assert x == key, (tagged, hex(x))
+        assert ic.bucket_of([x, x], [0, 1], 56).tolist() == [h0, h1]
+        assert ic.bucket_of(x, 65535, 256).tolist() == [h65535]
+    # The table's g = 56 is flh's at ε_j = 4; g is held within [2, 256].
+    assert [ic.open_buckets(e) for e in (4.0, 0.01, 5.0, 5.6, 30.0)] == [56, 2, 149, 256, 256]
+    rows = {2: 2, 3: 4, 4: 4, 5000: 8192, 8192: 8192, 8193: 16384}
+    assert {d: ic.hadamard_rows(d) for d in rows} == rows
+    # The same keys through the client's memoised path (flh: one column; pem: levels).
+    flh = ic.Attribute("u", "flh", 4.0, {}, 3, 0, salt=ZERO_SALT, max_length=64)
+    keys = ic.value_keys(flh, ["hello", CAFE_NFD, CAFE_NFC, "hello"])
+    hello, cafe = 0x9877CD1C0291A9CA, 0x5833E6511BC994F6
+    assert keys[:, 0].tolist() == [hello, cafe, cafe, hello]
+    integer = ic.Attribute("n", "flh", 4.0, {}, 3, 0, salt=ZERO_SALT, value_type="integer")
+    assert ic.value_keys(integer, [7])[0, 0] == 0xB3244923CEB588AE
+    pem = ic.Attribute("w", "pem", 4.0, {}, 4, 0, salt=ZERO_SALT, max_length=6, levels=6)
+    levels = ic.value_keys(pem, ["hello"])[0].tolist()
+    prefixes = [ic.hash_key(b"p" + b"hello"[:n], ZERO_SALT) for n in range(1, 5)]
+    assert levels == [*prefixes, hello, hello]
+    for bad in ["", "x" * 65, b"bytes", 3]:
+        with pytest.raises(ValueError):
+            ic.value_keys(flh, [bad])
+    for bad in [-1, 2**64, True, 1.0, "7"]:
+        with pytest.raises(ValueError):
+            ic.value_keys(integer, [bad])
+    # frequencies?values=: a comma or backslash inside a value escaped, integers in decimal
+    text = ic.escape_values(["a,b\\c", CAFE_NFC, 2**64 - 1])
+    assert text == "a\\,b\\\\c,café,18446744073709551615"
+
+
+def test_the_secure_source_draws_uniformly() -> None:
+    """SecureSource: the device's draws. Rejection keeps ``[0, m)`` uniform where a plain
+    remainder would not (``m = 3·2^61``: the thirds would have 3/8, 3/8 and 1/4)."""
+    source = ic.SecureSource()
+    bound, n = 3 << 61, 30_000
+    draws = ic.uniform_below(source, bound, n)
+    assert draws.dtype == np.int64 and (draws >= 0).all() and (draws < bound).all()
+    thirds = np.bincount(draws // (1 << 61), minlength=3)
+    assert chi2_gof(thirds, [1 / 3] * 3).pvalue > ALPHA / 3
+    assert chi2_gof(thirds, [3 / 8, 3 / 8, 1 / 4]).pvalue < ALPHA / 3  # power: a remainder's
+    small = ic.uniform_below(source, np.array([1, 2, 56] * 1000), 3000).reshape(-1, 3)
+    assert (small[:, 0] == 0).all() and set(small[:, 1]) == {0, 1} and small[:, 2].max() < 56
+    doubles = source.random((200, 3))
+    assert doubles.shape == (200, 3) and ((doubles >= 0) & (doubles < 1)).all()
+    eighths = np.bincount((doubles * 8).astype(int).ravel(), minlength=8)
+    assert chi2_gof(eighths, [1 / 8] * 8).pvalue > ALPHA / 3
+    assert len(source.bytes(16)) == 16 and len(set(ic.report_ids(100, source))) == 100
+
+
+OPEN_SPEC: dict[str, Any] = {
+    "name": "open-domains",
+    "epsilon": 16.0,  # ε_j = 4 each: flh and pem on g = 56 buckets (the table's)
+    "release": {"min_reports": 1000},
+    "attributes": [
+        {"name": "url", "mechanism": "flh", "domain": "open", "max_length": 64},
+        {"name": "number", "mechanism": "flh", "domain": "open", "value_type": "integer"},
+        {"name": "word", "mechanism": "pem", "max_length": 6},  # hashes left to the server
+        {"name": "item", "mechanism": "hadamard", "domain_size": 5000},
+    ],
+}
+PLANTED: dict[str, dict[Any, float]] = {
+    "url": {"https://example.com/": 0.3, "alpha,beta\\gamma": 0.2, CAFE_NFD: 0.15},
+    "number": {7: 0.35, 2**64 - 1: 0.2, 123_456_789: 0.15},
+    "word": {"apple": 0.3, "apply": 0.2, "naïve": 0.15},  # naïve: 6 bytes, ï cut at ℓ = 3
+    "item": {0: 0.25, 4999: 0.2, 1234: 0.15},
+}
+ABSENT = {"url": "never-sent", "number": 0, "word": "zzz", "item": 17}
+N_SEEDED, N_SECURE = 5_000, 500  # reports from the seeded generator and from SecureSource
+
+
+def open_population(gen: np.random.Generator, n: int, tag: str) -> dict[str, list[Any]]:
+    """``n`` records: each planted value in its share, the rest held by one device each
+    (hadamard: uniform over the domain)."""
+    columns: dict[str, list[Any]] = {}
+    for name, shares in PLANTED.items():
+        column = [v for v, share in shares.items() for _ in range(round(share * n))]
+        rest = n - len(column)
+        if name == "url":
+            column += [f"https://example.com/{tag}/{i}" for i in range(rest)]
+        elif name == "number":
+            column += [int(x) for x in gen.integers(1 << 32, 1 << 62, rest)]
+        elif name == "word":
+            column += ["".join(chr(97 + c) for c in gen.integers(0, 26, 6)) for _ in range(rest)]
+        else:
+            column += [int(x) for x in gen.integers(0, 5000, rest)]
+        columns[name] = [column[i] for i in gen.permutation(n)]
+    return columns
+
+
+def canonical(value: Any) -> Any:
+    return unicodedata.normalize("NFC", value) if isinstance(value, str) else value
+
+
+def decode(attr: ic.Attribute, seg: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray]:
+    """``(ℓ − 1 or None, j, y)`` of hashed segments; ``(None, j, s)`` of hadamard ones."""
+    if attr.mechanism == "hadamard":
+        word = (seg[:, 0].astype(np.int64) << 16) | (seg[:, 1].astype(np.int64) << 8) | seg[:, 2]
+        return None, word >> 1, word & 1
+    level = seg[:, 0].astype(np.int64) if attr.mechanism == "pem" else None
+    rest = seg[:, 1:] if attr.mechanism == "pem" else seg
+    j = (rest[:, 0].astype(np.int64) << 8) | rest[:, 1]
+    return level, j, rest[:, 2].astype(np.int64)
+
+
+def kept_rate(attr: ic.Attribute, eps: float) -> float:
+    """The chance that a report keeps the true bucket (sign) at ``eps`` on ``attr``'s g."""
+    e = math.exp(eps)
+    return e / (e + 1.0) if attr.mechanism == "hadamard" else e / (e + attr.buckets - 1.0)
+
+
+def check_open_channel(attr: ic.Attribute, seg: np.ndarray, values: list[Any]) -> None:
+    """The segments this client sent follow its channel: the true bucket (sign) kept with
+    the rate of ε (a binomial test that the samplers at ε·1.3 and ε/1.3 fail by design),
+    ``j`` (and ``ℓ``) uniform (χ² over 16 equal bins of ``j``, over the ``L`` levels)."""
+    level, j, y = decode(attr, seg)
+    n = len(values)
+    if attr.mechanism == "hadamard":
+        v = np.array(values, dtype=np.int64)
+        kept = (np.bitwise_count(j & v) % 2 == 0) == (y == 1)
+        draws = attr.rows
+    else:
+        keys = ic.value_keys(attr, values)
+        keys = keys[np.arange(n), level] if level is not None else keys[:, 0]
+        kept = y == ic.bucket_of(keys, j, attr.buckets).astype(np.int64)
+        draws = attr.hashes
+        assert (y < attr.buckets).all()
+    rate = kept_rate(attr, attr.eps)
+    assert binomial_pvalue(int(kept.sum()), n, rate) > OPEN_LEVEL, (attr.name, kept.mean(), rate)
+    for wrong in wrong_epsilons(attr.eps):
+        assert_z_power(n, rate, kept_rate(attr, wrong), OPEN_LEVEL)
+    assert (j < draws).all()
+    sixteenths = np.bincount(j * 16 // draws, minlength=16)
+    assert chi2_gof(sixteenths, [1 / 16] * 16).pvalue > OPEN_LEVEL, attr.name
+    if level is not None:
+        share = [1 / attr.levels] * attr.levels
+        assert chi2_gof(np.bincount(level, minlength=attr.levels), share).pvalue > OPEN_LEVEL
+
+
+OPEN_LEVEL = ALPHA / 9  # 2 tests per attribute, 3 for pem
+QUERIES = 4 * 4 + 3  # 4 values per attribute, the 3 words heavy-hitters finds
+
+
+def test_open_domains_interoperate(server: str) -> None:
+    plan = create(server, OPEN_SPEC)
+    attrs = {a.name: a for a in plan.attributes}
+    assert [attrs[n].buckets for n in ("url", "number", "word")] == [56] * 3
+    assert (attrs["word"].levels, attrs["item"].rows, plan.report_bytes) == (6, 8192, 13)
+    gen = np.random.default_rng(20_240_612)
+    seeded, secure = open_population(gen, N_SEEDED, "a"), open_population(gen, N_SECURE, "b")
+    reports = ic.perturb(plan, seeded, gen)
+    device_reports = ic.perturb(plan, secure, ic.SecureSource())  # as a device draws
+    assert reports.shape == (N_SEEDED, 13) and device_reports.shape == (N_SECURE, 13)
+    with httpx.Client(base_url=server, timeout=TIMEOUT) as device:
+        outcomes = ic.upload(device, plan, reports, gen, batch=5_000)
+        outcomes += ic.upload(device, plan, device_reports, ic.SecureSource(), batch=5_000)
+    assert [o["status"] for o in outcomes] == ["accepted"] * (N_SEEDED + N_SECURE)
+    every = np.vstack([reports, device_reports])
+    columns = {name: seeded[name] + secure[name] for name in PLANTED}
+    n = N_SEEDED + N_SECURE
+    for attr in plan.attributes:
+        start = attr.derived["byte_offset"]
+        check_open_channel(attr, every[:, start : start + attr.byte_length], columns[attr.name])
+
+    confidence = 1.0 - ALPHA / QUERIES
+    with httpx.Client(
+        base_url=server, timeout=TIMEOUT, headers={"Authorization": f"Bearer {ANALYST}"}
+    ) as analyst:
+        url = f"/v1/collections/{plan.name}"
+        for name, shares in PLANTED.items():
+            asked = [canonical(v) for v in shares] + [ABSENT[name]]
+            counts = Counter(canonical(v) for v in columns[name])
+            truth = np.array([counts[v] / n for v in asked])
+            freq = analyst.get(
+                f"{url}/frequencies",
+                params={
+                    "attribute": name,
+                    "values": ic.escape_values(asked),
+                    "confidence": confidence,
+                },
+            ).json()
+            assert freq["n_reports"] == n and freq["mechanism"] == attrs[name].mechanism, freq
+            assert freq["values"] == [str(v) for v in asked]
+            assert freq["epsilon"] == pytest.approx(4.0, rel=1e-12)
+            assert (np.array(freq["ci_low"]) < truth).all(), (name, freq, truth)
+            assert (truth < np.array(freq["ci_high"])).all(), (name, freq, truth)
+
+        # One value, two spellings: NFD names the value NFC does, and both at once are refused.
+        one = [
+            analyst.get(f"{url}/frequencies", params={"attribute": "url", "values": v}).json()
+            for v in (CAFE_NFC, CAFE_NFD)
+        ]
+        assert one[0]["estimate"] == one[1]["estimate"]
+        both = {"attribute": "url", "values": f"{CAFE_NFC},{CAFE_NFD}"}
+        assert analyst.get(f"{url}/frequencies", params=both).status_code == 422
+
+        # pem: the heavy hitters, found from the statistics alone, are the planted words.
+        found = analyst.get(
+            f"{url}/heavy-hitters", params={"attribute": "word", "k": 10, "confidence": confidence}
+        ).json()
+        assert set(PLANTED["word"]) <= set(found["values"]), found
+        counts = Counter(canonical(v) for v in columns["word"])
+        for value, low, high in zip(
+            found["values"], found["ci_low"], found["ci_high"], strict=True
+        ):
+            if value in PLANTED["word"]:
+                assert low < counts[value] / n < high, (value, found)
+
+
+OPEN_EDGES = [  # (ε, attributes): g = 2, g held at 256, declared lists, pem's own k
+    (0.1, [{"name": "a", "mechanism": "flh", "domain": "open", "hashes": 1}]),
+    (5.6, [{"name": "a", "mechanism": "flh", "domain": ["x", CAFE_NFC], "max_length": 8}]),
+    (8.0, [{"name": "a", "mechanism": "pem", "max_length": 32}]),  # the server picks k
+    (2.0, [{"name": "a", "mechanism": "pem", "max_length": 2, "hashes": 65536}]),
+    (1.0, [{"name": "a", "mechanism": "hadamard", "domain": ["x", "y", "z"]}]),
+    (3.0, [{"name": "a", "mechanism": "hadamard", "domain_size": 2}]),
+]
+
+
+def test_open_configs_at_the_ends_verify_and_accept(server: str) -> None:
+    values = {"flh": ["x", CAFE_NFD] * 50, "pem": ["é", "a"] * 50, "hadamard": [0, 1] * 50}
+    for i, (eps, attrs) in enumerate(OPEN_EDGES):
+        plan = create(server, {"name": f"open-edge-{i}", "epsilon": eps, "attributes": attrs})
+        (attr,) = plan.attributes
+        reports = ic.perturb(plan, {"a": values[attr.mechanism]}, ic.SecureSource())
+        with httpx.Client(base_url=server, timeout=TIMEOUT) as device:
+            outcomes = ic.upload(device, plan, reports, ic.SecureSource(), batch=100)
+        assert {o["status"] for o in outcomes} == {"accepted"}, (attrs, outcomes[:3])
+
+
+def test_tampered_open_configs_are_refused(server: str) -> None:
+    create(server, OPEN_SPEC)
+    config = httpx.get(f"{server}/v1/collections/{OPEN_SPEC['name']}").json()
+    ic.verify_config(config)
+    changes = [
+        ("url", "buckets", lambda x: x + 1),
+        ("url", "hashes", lambda x: x // 2),  # the spec states 1024
+        ("number", "p", lambda x: x + 1e-9),
+        ("number", "q", lambda x: x * (1 + 1e-11)),
+        ("word", "levels", lambda x: x + 1),
+        ("word", "epsilon", lambda x: x * (1 + 1e-11)),
+        ("word", "encoding", lambda x: "hashed"),
+        ("word", "byte_length", lambda x: 3),
+        ("item", "rows", lambda x: x * 2),
+        ("item", "p", lambda x: x - 1e-9),
+        ("item", "stats_offset", lambda x: x + 1),
+    ]
+    for name, key, change in changes:
+        bad = {**config, "attributes": [dict(a) for a in config["attributes"]]}
+        entry = next(a for a in bad["attributes"] if a["name"] == name)
+        entry[key] = change(entry[key])
+        with pytest.raises(ic.ConfigMismatchError, match=name):
+            ic.verify_config(bad)
+    # Members the client does not know, in the config or in the spec, are refused.
+    for where, member in [("config", "domain_size"), ("spec", "normalisation")]:
+        bad = {**config, "attributes": [dict(a) for a in config["attributes"]]}
+        bad["spec"] = {
+            **config["spec"],
+            "attributes": [dict(a) for a in config["spec"]["attributes"]],
+        }
+        entries = bad["attributes"] if where == "config" else bad["spec"]["attributes"]
+        entries[3 if where == "config" else 0][member] = "NFKC" if where == "spec" else 5000
+        with pytest.raises(ic.ConfigMismatchError):
+            ic.verify_config(bad)
+    # pem's k, which the document does not derive, is taken from the config but must fit
+    # the uint16 j and agree with the layout and stats_length that follow from it.
+    for hashes in [70_000, 512]:
+        bad = {**config, "attributes": [dict(a) for a in config["attributes"]]}
+        bad["attributes"][2]["hashes"] = hashes
+        with pytest.raises(ic.ConfigMismatchError):
+            ic.verify_config(bad)
+    # Another salt is another hash family: the config hash no longer matches.
+    spec = {**config["spec"], "attributes": [dict(a) for a in config["spec"]["attributes"]]}
+    spec["attributes"][0]["salt"] = "0" * 32
+    with pytest.raises(ic.ConfigMismatchError, match="config_hash"):
+        ic.verify_config({**config, "spec": spec})
+
+
+def test_open_reports_no_device_can_send_are_rejected(server: str) -> None:
+    plan = create(server, OPEN_SPEC)
+    gen = np.random.default_rng(6)
+    good = ic.perturb(plan, open_population(gen, 1, "c"), gen)[0].tobytes()
+    bad = [  # (offset, bytes): url j = k, url y = g, word ℓ = L + 1, word y = g, item j = D
+        (0, b"\x04\x00"),
+        (2, b"\x38"),
+        (6, b"\x06"),
+        (9, b"\x38"),
+        (10, b"\x00\x40\x01"),
+    ]
+    bodies = [good] + [good[:at] + b + good[at + len(b) :] for at, b in bad]
+    reports = [
+        {
+            "id": f"open-{i:04d}",
+            "config_hash": plan.config_hash,
+            "bits": base64.b64encode(b).decode(),
+        }
+        for i, b in enumerate(bodies)
+    ]
+    answer = httpx.post(f"{server}/v1/collections/{plan.name}/reports", json={"reports": reports})
+    outcomes = answer.json()["outcomes"]
+    assert [o["status"] for o in outcomes] == ["accepted"] + ["rejected"] * len(bad), outcomes
+    for outcome, name in zip(outcomes[1:], ["url", "url", "word", "word", "item"], strict=True):
+        assert f"'{name}'" in outcome["reason"], outcome
