@@ -29,6 +29,7 @@ least ``1 − β``.
 
 from __future__ import annotations
 
+import codecs
 import math
 import unicodedata
 from dataclasses import dataclass
@@ -99,8 +100,23 @@ def detection_threshold(level_sd: list[float], final_sd: float, find_level: floa
     return high
 
 
+_AFTER_CHARACTER = bytes([*range(0x80), *range(0xC2, 0xF5)])
+"""Bytes that may follow a whole UTF-8 character: ASCII or the first byte of another."""
+_CONTINUATION = bytes(range(0x80, 0xC0))
+
+
 def _extensions(prefixes: list[bytes]) -> list[bytes]:
-    return [prefix + bytes((b,)) for prefix in prefixes for b in range(256)]
+    """Each prefix extended by each byte that may follow it in UTF-8 (devices send UTF-8
+    only, so no other prefix holds any report)."""
+    grown: list[bytes] = []
+    for prefix in prefixes:
+        try:
+            _, whole = codecs.utf_8_decode(prefix, "strict", False)
+        except UnicodeDecodeError:  # a continuation byte its lead byte does not allow
+            continue
+        following = _AFTER_CHARACTER if whole == len(prefix) else _CONTINUATION
+        grown.extend(prefix + bytes((b,)) for b in following)
+    return grown
 
 
 def _is_text(data: bytes) -> bool:

@@ -158,13 +158,20 @@ def hash_keys(
 
 
 def buckets(keys: NDArray[np.uint64], j: NDArray[Any], g: int) -> NDArray[np.int64]:
-    """``h_j(x)`` (step 3) for keys and hash indices that broadcast together."""
+    """``h_j(x)`` (step 3) for keys and hash indices that broadcast together (computed in
+    place: one array and one scratch array of the broadcast shape)."""
     with np.errstate(over="ignore"):
-        z = np.asarray(keys, dtype=np.uint64) + (np.asarray(j, dtype=np.uint64) + 1) * _GOLDEN
-        z = (z ^ (z >> np.uint64(30))) * _MIX1
-        z = (z ^ (z >> np.uint64(27))) * _MIX2
-        z = z ^ (z >> np.uint64(31))
-        out: NDArray[np.int64] = ((z >> np.uint64(32)) * np.uint64(g) >> np.uint64(32)).astype(
-            np.int64
-        )
+        offsets = (np.asarray(j, dtype=np.uint64) + np.uint64(1)) * _GOLDEN
+        z = np.asarray(keys, dtype=np.uint64) + offsets
+        scratch = np.empty_like(z)
+        for shift, multiplier in ((30, _MIX1), (27, _MIX2)):
+            np.right_shift(z, np.uint64(shift), out=scratch)
+            z ^= scratch
+            z *= multiplier
+        np.right_shift(z, np.uint64(31), out=scratch)
+        z ^= scratch
+        z >>= np.uint64(32)
+        z *= np.uint64(g)
+        z >>= np.uint64(32)
+    out: NDArray[np.int64] = z.view(np.int64)  # every bucket is below g < 2^32
     return out
