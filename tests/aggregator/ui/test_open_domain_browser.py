@@ -26,11 +26,18 @@ THRESHOLD_ROW = """(c, threshold) => {
   const y = Number(c.dataset.thresholdY);
   const ratio = chart.currentDevicePixelRatio;
   const width = Math.floor((area.right - area.left) * ratio);
-  const row = c.getContext("2d").getImageData(area.left * ratio, Math.round(y * ratio), width, 1);
+  // the 2-pixel line lies across two or three device rows, blended at its edges with what
+  // is below it (white, grid, blue bars): count the best of the rows it touches
   let line = 0;
-  for (let i = 0; i < row.data.length; i += 4) {
-    const [r, g, b] = row.data.slice(i, i + 3);
-    if (r > 170 && g > 50 && g < 140 && b < 70) line += 1;  // vermillion, #D55E00
+  for (const offset of [-1, 0, 1]) {
+    const top = Math.round(y * ratio) + offset;
+    const row = c.getContext("2d").getImageData(area.left * ratio, top, width, 1);
+    let found = 0;
+    for (let i = 0; i < row.data.length; i += 4) {
+      const [r, g, b] = row.data.slice(i, i + 3);
+      if (r > 170 && g > 50 && g < 140 && b < 70) found += 1;  // vermillion, #D55E00
+    }
+    line = Math.max(line, found);
   }
   return {
     labels: chart.data.labels,
