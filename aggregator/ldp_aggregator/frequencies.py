@@ -101,7 +101,8 @@ def check_frequency_query(
 class NamedValues:
     """The values a query names: their names, and either their positions among the
     attribute's listed values (``direct`` false: taken from the full estimate) or, for an
-    open domain, their encoding by its spec (``direct``: estimated one by one)."""
+    open domain or a mechanism that estimates each value alone, their encoding by its spec
+    (``direct``: estimated one by one)."""
 
     names: list[str]
     encoded: NDArray[Any]
@@ -117,7 +118,7 @@ def named_values(config: CollectionConfig, index: int | None, text: str) -> Name
         if index is not None:
             attr = config.attributes[index]
             spec = config.spec_of(attr)
-            if spec.is_open:
+            if spec.is_open or spec.estimates_each_value:
                 encoded = spec.encode([spec.parse_candidate(name) for name in names])
                 _refuse_repeats(names, encoded)
                 return NamedValues(names, encoded, direct=True)
@@ -287,6 +288,8 @@ def estimate_frequencies(
 ) -> FrequencyResult:
     """Read the collection's statistics and release the frequencies of ``attribute`` (of
     the ``values`` named, if given)."""
-    check_frequency_query(collection.config, attribute, confidence, method, values)
+    index, _ = check_frequency_query(collection.config, attribute, confidence, method, values)
+    if values is not None:  # refuse a value before reading (large) statistics
+        named_values(collection.config, index, values)
     stats = current_stats(engine, collection)
     return frequency_result(collection.config, stats, attribute, confidence, method, values)

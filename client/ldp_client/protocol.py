@@ -250,11 +250,7 @@ def frequencies_call(
     params = _estimate_params(attribute, confidence)
     params["postprocess"] = postprocess
     if values is not None:
-        if isinstance(values, str | bytes) or not 1 <= len(values) <= candidates.MAX_CANDIDATES:
-            raise InvalidQueryError(
-                f"values: give a list of 1 to {candidates.MAX_CANDIDATES} values to estimate"
-            )
-        params["values"] = candidates.join(values)
+        params["values"] = candidates.query_text(values)
     return ApiCall(
         "GET",
         collection_path(name) + "/frequencies",

@@ -7,17 +7,51 @@ aggregator reads it with :func:`split`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from urllib.parse import quote
 
 from ldp_shared.errors import InvalidQueryError
 
 MAX_CANDIDATES = 1000
 """Most values one query may name."""
+MAX_QUERY_CHARACTERS = 60_000
+"""Longest ``values`` text once percent-encoded: HTTP clients and servers cap a URL near
+64 KiB, so about 1,000 values of 20 ASCII bytes, or fewer longer ones, fit in one query."""
+MAX_DIGITS = 20
 
 
 def join(values: Iterable[object]) -> str:
     """The query text of ``values`` (each written with ``str``)."""
     return ",".join(str(v).replace("\\", "\\\\").replace(",", "\\,") for v in values)
+
+
+def query_text(values: Sequence[str | int]) -> str:
+    """The ``values=`` text of a query naming ``values`` (strings and non-negative
+    integers), checked before it is sent: :class:`InvalidQueryError` for none or too many,
+    another type, text that is not valid Unicode, or a text too long for a URL."""
+    if isinstance(values, str | bytes) or not 1 <= len(values) <= MAX_CANDIDATES:
+        raise InvalidQueryError(f"values: give a list of 1 to {MAX_CANDIDATES} values")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise InvalidQueryError(
+                f"values: {value!r} is a {type(value).__name__}; name strings or integers"
+            )
+        if isinstance(value, int) and not 0 <= value < 10**MAX_DIGITS:
+            raise InvalidQueryError(f"values: an integer named must lie in [0, 10^{MAX_DIGITS})")
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidQueryError(
+                    f"values: {value[:20]!r} is not valid Unicode (a lone surrogate)"
+                ) from None
+    text = join(values)
+    if len(quote(text, safe="")) > MAX_QUERY_CHARACTERS:
+        raise InvalidQueryError(
+            f"values: the {len(values)} values make a query of over {MAX_QUERY_CHARACTERS:,}"
+            " characters, longer than a URL may be; ask for them in several queries"
+        )
+    return text
 
 
 def split(text: str) -> list[str]:

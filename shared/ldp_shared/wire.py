@@ -255,7 +255,7 @@ class HeavyHittersResult(_AttributeRelease):
     threshold: float = Field(
         description=(
             "detection threshold: a value at least this frequent is found with probability"
-            " ≥ 1 − miss; below it nothing is found reliably (docs/heavy-hitters.md)"
+            " ≥ 1 − miss; below it nothing is found reliably (docs/open-domains.md)"
         )
     )
     false_discovery: float = Field(

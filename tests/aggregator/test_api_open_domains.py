@@ -233,7 +233,7 @@ def test_declared_flh_domain_named_or_whole(client: TestClient) -> None:
     for key in ("estimate", "stderr"):
         assert named[key] == [full.json()[key][2], full.json()[key][0]]
     outside = ask(client, "fruit", ["durian"])
-    assert "has no value 'durian'" in problem(outside, 422, "invalid-query")
+    assert "value 'durian' is not in its domain" in problem(outside, 422, "invalid-query")
 
 
 # -- refusals ---------------------------------------------------------------------------------
@@ -263,6 +263,8 @@ def test_an_open_domain_needs_named_values(client: TestClient) -> None:
         ("number", ["-1"], {}, "is not a decimal integer"),
         ("number", ["4.5"], {}, "is not a decimal integer"),
         ("number", [str(2**64)], {}, "outside [0, 2^64)"),
+        ("number", ["9" * 5000], {}, "more than 20 digits"),
+        ("number", ["+7"], {}, "is not a decimal integer"),
         ("color", ["purple"], {}, "has no value 'purple'"),
         ("color", ["red", "Red"], {}, "has no value 'Red'"),
         ("shoe", ["x"], {}, "shoe"),

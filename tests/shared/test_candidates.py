@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from ldp_shared import candidates
 from ldp_shared.candidates import MAX_CANDIDATES, join, split
 from ldp_shared.errors import InvalidQueryError
 
@@ -89,3 +92,28 @@ def test_empty_values() -> None:
     assert split(",a") == ["", "a"]
     assert split("x,,y") == ["x", "", "y"]
     assert join(["", "b"]) == ",b"
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ([b"a"], "is a bytes"),
+        ([None], "is a NoneType"),
+        ([True], "is a bool"),
+        (["\ud800"], "lone surrogate"),
+        ([10**5000], "must lie in [0, 10^20)"),
+        ([-1], "must lie in [0, 10^20)"),
+        (["x" * 64] * 1000, "longer than a URL may be"),
+        ("abc", "give a list"),
+        ([], "give a list"),
+    ],
+)
+def test_query_text_refuses_what_no_query_can_carry(values: Any, message: str) -> None:
+    with pytest.raises(InvalidQueryError) as error:
+        candidates.query_text(values)
+    assert message in error.value.detail
+
+
+def test_query_text_of_strings_and_integers() -> None:
+    text = candidates.query_text(["a,b", 7, "c\\d"])
+    assert split(text) == ["a,b", "7", "c\\d"]

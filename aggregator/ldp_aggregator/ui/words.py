@@ -37,6 +37,9 @@ def _values(config: CollectionConfig, attribute: AttributeConfig) -> str:
     if isinstance(lo, int | float) and isinstance(hi, int | float):
         return f"numbers in [{lo:g}, {hi:g}] (clipped on the device)"
     if spec.is_open:
+        size = getattr(spec, "domain_size", None)
+        if isinstance(size, int):
+            return f"the whole numbers 0 to {size - 1:,} (not listed one by one)"
         if getattr(spec, "value_type", "string") == "integer":
             return "any whole number from 0 to 2^64 − 1 (an open domain: no list of its values)"
         length = getattr(spec, "max_length", None)

@@ -19,12 +19,13 @@ list holds a string nobody holds with probability at most ``α``
 
 **Detection threshold.** A string of ``L`` bytes (the longest, hence hardest) and
 frequency ``f`` is missed with probability at most
-``Σ_{ℓ<L} Φ(z_keep − f/σ_ℓ) + Φ((f* − f)/σ_{≥L})``, ``f*`` the estimate the exact test
-needs at length ``L`` (each prefix is at least as frequent as the string), plus the
-chance that a prefix falls below the ``keep``-th largest. The threshold is the least
-``f`` where the sum is ``β`` (:data:`MISS`), or the largest estimate a level's ``keep``
-limit cut off, whichever is larger: above it a string is found with probability at
-least ``1 − β``.
+``Σ_{ℓ<L} Φ((b_ℓ − f)/σ_ℓ) + Φ((f* − f)/σ_{≥L})``, where ``b_ℓ`` is level ``ℓ``'s bar
+(``z_keep·σ_ℓ``, or the estimate its ``keep`` limit cut off if higher) and ``f*`` the
+estimate the exact test needs at length ``L`` (each prefix is at least as frequent as
+the string). The threshold is the least ``f`` where the sum is ``β`` (:data:`MISS`), at
+most 1: above it a string is found with probability at least ``1 − β``, if no more than
+``top`` strings are above it. ``keep`` is ``max(64, 2·top)`` (at most 512), lowered to fit
+:data:`WORK_BUDGET`; the strings screened per level are as many at most.
 """
 
 from __future__ import annotations
@@ -72,28 +73,48 @@ class HeavyHitters:
     candidates: int
 
 
-def keep_limit(top: int) -> int:
-    """Prefixes extended per level for a query of the ``top`` most frequent strings."""
-    return min(MAX_KEEP, max(MIN_KEEP, 2 * top))
+WORK_BUDGET = 2**28
+"""Bucket computations one search may make (about 3 s here): the number of prefixes kept
+per level is lowered to fit, and the threshold then accounts for what the lower limit
+cuts off."""
+BRANCHING = 307
+"""Candidates per kept prefix and level: about 179 prefixes (the bytes UTF-8 lets follow
+a whole character) and 128 strings."""
 
 
-def _miss(f: float, level_sd: list[float], final_sd: float, find_level: float) -> float:
-    misses = sum(_N01.cdf(Z_KEEP - f / sd) for sd in level_sd)
+def keep_limit(top: int, levels: int = 1, hashes: int = 1) -> int:
+    """Prefixes extended per level for a query of the ``top`` most frequent strings, within
+    :data:`WORK_BUDGET` for ``levels`` levels of ``hashes`` functions."""
+    wanted = min(MAX_KEEP, max(MIN_KEEP, 2 * top))
+    return max(1, min(wanted, WORK_BUDGET // (BRANCHING * levels * hashes)))
+
+
+def _miss(
+    f: float, level_sd: list[float], bars: list[float], final_sd: float, find_level: float
+) -> float:
+    misses = sum(_N01.cdf((bar - f) / sd) for sd, bar in zip(level_sd, bars, strict=True))
     return misses + _N01.cdf((find_level - f) / final_sd)
 
 
-def detection_threshold(level_sd: list[float], final_sd: float, find_level: float) -> float:
+def detection_threshold(
+    level_sd: list[float],
+    final_sd: float,
+    find_level: float,
+    bars: list[float] | None = None,
+) -> float:
     """The least frequency missed with probability at most :data:`MISS` (bisection), for a
-    string of the longest length: each prefix level must keep it, and its pooled estimate
-    must reach ``find_level``."""
+    string of the longest length: each prefix level must keep it (its estimate must clear
+    that level's bar: ``z_keep·σ_ℓ``, or the estimate the keep limit cut off there if
+    higher), and its pooled estimate must reach ``find_level``. At most 1."""
     if not all(math.isfinite(sd) for sd in [*level_sd, final_sd]):
         return 1.0
+    bars = [Z_KEEP * sd for sd in level_sd] if bars is None else bars
     low, high = 0.0, 1.0
-    if _miss(high, level_sd, final_sd, find_level) > MISS:
+    if _miss(high, level_sd, bars, final_sd, find_level) > MISS:
         return 1.0
     for _ in range(60):
         mid = (low + high) / 2.0
-        if _miss(mid, level_sd, final_sd, find_level) > MISS:
+        if _miss(mid, level_sd, bars, final_sd, find_level) > MISS:
             low = mid
         else:
             high = mid
@@ -136,19 +157,23 @@ def find_heavy_hitters(
     confidence: float,
 ) -> HeavyHitters:
     """The (at most) ``top`` most frequent strings found in the statistics."""
-    search = _Search(randomizer, bytes.fromhex(salt), stats, keep_limit(top))
+    levels = randomizer.levels
+    keep = keep_limit(top, levels, randomizer.k)
+    search = _Search(randomizer, bytes.fromhex(salt), stats, keep)
     search.run()
     found = search.confirm()
     keys = _keys([complete_key_bytes(s) for s in found], search.salt)
     lengths = np.array([len(s) for s in found], dtype=np.int64)
     estimate = randomizer.complete_estimates(search.pooled, lengths, keys, confidence)
-    threshold = max(
-        search.cut,
-        detection_threshold(
-            search.level_sd[: randomizer.levels - 1],
-            search.pooled_sd[randomizer.levels - 1],
-            search.find_level(randomizer.levels),
-        ),
+    bars = [
+        max(Z_KEEP * sd, cut)
+        for sd, cut in zip(search.level_sd[: levels - 1], search.cuts, strict=False)
+    ]
+    threshold = detection_threshold(
+        search.level_sd[: levels - 1],
+        search.pooled_sd[levels - 1],
+        search.find_level(levels),
+        bars,
     )
     return _ranked(found, estimate, top, threshold, search.searched, search.candidates)
 
@@ -173,7 +198,7 @@ class _Search:
         self.z_find = _N01.inv_cdf(1.0 - self.tail)
         self.kept: list[tuple[bytes, float]] = []
         self.screened: list[tuple[bytes, float]] = []
-        self.cut = 0.0
+        self.cuts = [0.0] * levels
         self.candidates = 0
         self.searched = 0
 
@@ -198,6 +223,7 @@ class _Search:
         lengths = np.full(len(texts), level, dtype=np.int64)
         strings = self.randomizer.complete_estimates(self.pooled, lengths, keys, 0.5)
         hit = np.flatnonzero(strings.estimate >= Z_SCREEN * self.pooled_sd[level - 1])
+        hit = hit[np.argsort(strings.estimate[hit])[::-1][: self.keep]]  # the exact test's work
         self.screened.extend((texts[i], float(strings.estimate[i])) for i in hit)
 
     def _keep_prefixes(self, grown: list[bytes], level: int) -> list[bytes]:
@@ -208,7 +234,7 @@ class _Search:
         passing = np.flatnonzero(estimate >= Z_KEEP * self.level_sd[level - 1])
         if passing.size > self.keep:
             order = passing[np.argsort(estimate[passing])[::-1]]
-            self.cut = max(self.cut, float(estimate[order[self.keep]]))
+            self.cuts[level - 1] = float(estimate[order[self.keep]])
             passing = order[: self.keep]
         self.kept.extend((grown[i], float(estimate[i])) for i in passing)
         return [grown[i] for i in passing]

@@ -184,6 +184,9 @@ class AttributeSpec(BaseModel):
     joins_label: ClassVar[bool] = False
     is_distribution: ClassVar[bool] = True
     released_as: ClassVar[str] = "frequencies"
+    estimates_each_value: ClassVar[bool] = False
+    """Its randomizer estimates a named value from its encoding alone
+    (:meth:`Randomizer.estimate_values`), cheaper than the whole domain (hashed values)."""
 
     name: AttributeName
     mechanism: str

@@ -38,7 +38,6 @@ and ``0`` for ``y = −1`` (so ``D ≤ 2^23``); a row ``j ≥ D`` is refused.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -60,12 +59,12 @@ from ldp_shared.mechanisms.base import (
     Unpacked,
 )
 from ldp_shared.mechanisms.categorical import domain_indices
+from ldp_shared.mechanisms.hashing import parse_decimal
 from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
 MAX_INTEGER_DOMAIN = 2**22
 """Largest ``domain_size`` (``D`` int64 counters: 32 MiB of statistics at most)."""
-_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 
 def rows_for(d: int) -> int:
@@ -170,12 +169,7 @@ class HadamardSpec(AttributeSpec):
         """A value named in a query: a decimal integer with ``domain_size``."""
         if self.domain is not None:
             return text
-        if not _INTEGER.fullmatch(text):
-            raise InvalidRecordError(f"attribute {self.name!r}: {text!r} is not a decimal integer")
-        try:
-            return int(text)
-        except ValueError:  # more digits than Python converts
-            raise InvalidRecordError(self._outside(text)) from None
+        return parse_decimal(text, f"attribute {self.name!r}")
 
     def _outside(self, shown: str) -> str:
         return f"attribute {self.name!r}: value {shown} is outside 0 to {self.d - 1}"

@@ -100,6 +100,20 @@ def _integer_bytes(value: Any, what: str) -> bytes:
     return INTEGER_TAG + number.to_bytes(8, "big")
 
 
+MAX_INTEGER_DIGITS = 20
+"""Digits of the longest decimal a query may name (2^64 − 1 has 20)."""
+
+
+def parse_decimal(text: str, what: str) -> int:
+    """A non-negative integer named in a query: ASCII digits only (leading zeros allowed,
+    no sign or space), at most :data:`MAX_INTEGER_DIGITS` of them."""
+    if not text.isascii() or not text.isdigit():
+        raise InvalidRecordError(f"{what}: {text[:40]!r} is not a decimal integer (digits only)")
+    if len(text.lstrip("0")) > MAX_INTEGER_DIGITS:
+        raise InvalidRecordError(f"{what}: {text[:24]}… has more than {MAX_INTEGER_DIGITS} digits")
+    return int(text)
+
+
 def value_bytes(value: Any, value_type: ValueType, max_length: int, what: str) -> bytes:
     """The tagged bytes of one value (step 1); :class:`InvalidRecordError` naming ``what``
     when it is not a value of the type."""

@@ -40,7 +40,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -68,6 +68,7 @@ from ldp_shared.mechanisms.hashing import (
     hash_keys,
     new_salt,
     normalize_string,
+    parse_decimal,
 )
 from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
@@ -75,8 +76,8 @@ from ldp_shared.rand import resolve_rng
 MAX_HASHES = 65_536
 """Most hash functions ``k`` (``j`` travels in two bytes)."""
 MAX_BUCKETS = 256
-"""Most buckets ``g`` (``y`` travels in one byte). Above ε = ln 255 ≈ 5.5 the variance
-exceeds OLH's optimum by the factor ``docs/mechanisms.md`` tabulates (1.3 at ε = 6)."""
+"""Most buckets ``g`` (``y`` travels in one byte). Above ε = ln 255 ≈ 5.5 the sampling
+variance exceeds OLH's optimum: 1.05× at ε = 6, 3.4× at ε = 8 (``docs/open-domains.md``)."""
 MAX_SKETCH_CELLS = 2**20
 """Most counters ``k·g`` of one attribute (8 MiB of statistics)."""
 DEFAULT_HASHES = 1024
@@ -98,6 +99,7 @@ class LocalHashingSpec(AttributeSpec):
     """A string or integer attribute, its domain declared or ``open``, reported by FLH."""
 
     mechanism: Literal["flh"]
+    estimates_each_value: ClassVar[bool] = True
     domain: Literal["open"] | list[DomainValue] = Field(
         default="open",
         description="'open' (any value of value_type), or the list of the values it may take",
@@ -169,9 +171,7 @@ class LocalHashingSpec(AttributeSpec):
     def parse_candidate(self, text: str) -> Any:
         """A value named in a query, from its text (integers in decimal)."""
         if self.value_type == "integer":
-            if not text.isascii() or not text.isdigit():
-                raise InvalidRecordError(f"{self._what()}: {text!r} is not a decimal integer")
-            return int(text)
+            return parse_decimal(text, self._what())
         return text
 
     def _domain_keys(self) -> NDArray[np.uint64]:
@@ -224,9 +224,16 @@ class LocalHashing(Randomizer):
 
     @property
     def exact_epsilon(self) -> float:
-        """``ln(p/q)``: the ratio of a report's probability under two values whose bucket
-        differs under the function the report names."""
-        return math.inf if self.q == 0.0 else math.log(self.p) - math.log(self.q)
+        """``ln(p′/q′)``: the ratio of a report's probability under two values whose bucket
+        differs under the function the report names, for the probabilities the sampler
+        realises: :meth:`perturb` keeps the bucket when a uniform double ``u = m/2^53`` is
+        below ``p``, which happens with ``p′ = ⌈p·2^53⌉/2^53``, and moves it to each other
+        bucket with ``q′ = (1 − p′)/(g − 1)``. Infinite once ``p′`` reaches 1 (at ε ≳ 37,
+        where ``p`` rounds to 1 while ``q`` is still positive)."""
+        kept = math.ceil(self.p * 2.0**53) / 2.0**53
+        if kept >= 1.0 or self.q == 0.0:
+            return math.inf
+        return math.log(kept) - math.log((1.0 - kept) / (self.g - 1))
 
     @property
     def q_star(self) -> float:

@@ -237,3 +237,15 @@ def test_strings_that_are_not_utf8_prefixes_are_joined_bytewise() -> None:
     found = _search(["€"] * 4000 + ["€€"] * 4000 + ["e"] * 2000, 6, 5)
     assert sorted(found.values) == sorted(["€", "€€", "e"])
     assert found.values[-1] == "e"  # 0.2, after the two at 0.4
+
+
+def test_the_keep_limit_fits_the_work_budget() -> None:
+    """k = 1000 over 32 levels of 256 functions: 2^28 // (307·32·256) = 106 prefixes a level."""
+    assert keep_limit(1000, 32, 256) == 106
+    assert keep_limit(1000, 32, 65_536) == 1
+    assert keep_limit(20, 12, 512) == 64
+
+
+def test_the_threshold_is_a_frequency_even_with_few_reports() -> None:
+    found = _search(["ab"] * 20 + ["cd"] * 10, 4, 1000)
+    assert 0.0 < found.threshold <= 1.0

@@ -33,7 +33,7 @@ from ._channel import assert_tight
 
 SALT = "00" * 16
 K = 8
-EPSILONS = [0.1, 0.5, 1.0, 2.0, 3.0, math.log(255.0), 6.0, 50.0, 700.0]
+EPSILONS = [0.1, 0.5, 1.0, 2.0, 3.0, math.log(255.0), 6.0, 12.0]
 WORDS = list(string.ascii_lowercase) + [
     "".join(pair) for pair in itertools.product(string.ascii_lowercase, repeat=2)
 ]
@@ -147,12 +147,34 @@ def test_overwhelming_epsilon_has_no_overflow_and_is_stated_infinite(epsilon: fl
             build_config(CollectionSpec.model_validate(payload))
 
 
-def test_fifty_is_spent_exactly_through_the_accountant() -> None:
-    payload = {"name": "w", "epsilon": 50.0, "attributes": [{"name": "word", "mechanism": "flh"}]}
-    config = build_config(CollectionSpec.model_validate(payload))
-    assert config.attributes[0].epsilon == pytest.approx(50.0, rel=1e-12)
-    assert config.epsilon == pytest.approx(50.0, rel=1e-12)
-    assert config.attributes[0].model_extra == {"hashes": 1024, "buckets": 256}
+@pytest.mark.parametrize("epsilon", [50.0, 700.0])
+def test_where_the_sampler_cannot_flip_the_epsilon_is_infinite_and_refused(
+    epsilon: float,
+) -> None:
+    """``p`` rounds to 1 (``q`` still positive), and the keep draw ``u < p`` then always
+    keeps: the realised mechanism never moves the bucket, so its ε is infinite, and a
+    collection at that ε is refused rather than published as ``ε = 50``."""
+    m = LocalHashing(k=K, epsilon=epsilon)
+    assert m.p == 1.0 and m.q > 0.0 and m.exact_epsilon == math.inf
+    payload = {
+        "name": "w",
+        "epsilon": epsilon,
+        "attributes": [{"name": "word", "mechanism": "flh"}],
+    }
+    with pytest.raises(ConfigurationError, match="too large"):
+        build_config(CollectionSpec.model_validate(payload))
+
+
+def test_the_realised_keep_probability_is_what_the_epsilon_states() -> None:
+    """At ε = 38 the keep probability ``p`` is within an ulp of 1 and the uniform double
+    realises ``⌈p·2^53⌉/2^53``: its ε exceeds 38 by more than the slack, so it is refused;
+    at ε = 30 the realised ε is at most the allotted one."""
+    assert LocalHashing(k=K, epsilon=38.0).exact_epsilon > 38.0 * (1 + 1e-9)
+    payload = {"name": "w", "epsilon": 38.0, "attributes": [{"name": "word", "mechanism": "flh"}]}
+    with pytest.raises(ConfigurationError, match="more than"):
+        build_config(CollectionSpec.model_validate(payload))
+    thirty = LocalHashing(k=K, epsilon=30.0).exact_epsilon
+    assert thirty <= 30.0 * (1 + 1e-9) and thirty == pytest.approx(30.0, rel=1e-6)
 
 
 @pytest.mark.parametrize("epsilon", [0.0, -1.0, math.nan])
