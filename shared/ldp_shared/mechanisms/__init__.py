@@ -2,7 +2,8 @@
 
 Importing this package registers the built-in mechanisms: ``oue``, ``sue``, ``grr``,
 ``exponential`` and ``mask`` for categorical values and baskets, ``flh`` for
-strings and integers of an open (or very large) domain, ``pem`` for strings
+strings and integers of an open (or very large) domain, ``hcms`` (Apple's Hadamard
+count-mean sketch) for those of an open domain, ``pem`` for strings
 whose frequent values the aggregator discovers, ``hadamard`` for a declared
 domain of up to 2^22 values (listed, or the integers ``0 … d−1``), ``duchi``,
 ``piecewise``, ``hybrid``, ``laplace`` and ``gaussian`` (ε, δ) for means of bounded
@@ -20,6 +21,7 @@ from ldp_shared.mechanisms.base import (
     StatsBlock,
     Unpacked,
 )
+from ldp_shared.mechanisms.count_mean_sketch import CountMeanSketch, CountMeanSketchSpec
 from ldp_shared.mechanisms.duchi import DuchiRandomizer, DuchiSpec
 from ldp_shared.mechanisms.exponential import ExponentialRandomizer, ExponentialSpec
 from ldp_shared.mechanisms.gaussian import GaussianRandomizer, GaussianSpec
@@ -46,6 +48,8 @@ from ldp_shared.mechanisms.unary import (
 __all__ = [
     "AttributeSpec",
     "Blocks",
+    "CountMeanSketch",
+    "CountMeanSketchSpec",
     "DuchiRandomizer",
     "DuchiSpec",
     "ExponentialRandomizer",
