@@ -19,7 +19,7 @@ from typing import Any, Self, TypeVar
 import httpx
 import numpy as np
 
-from ldp_client import batching, configs, lifecycle, naive_bayes, protocol
+from ldp_client import batching, configs, estimate_calls, lifecycle, naive_bayes, protocol
 from ldp_client.batching import DEFAULT_BATCH_SIZE, BatchPlan, SubmitSummary
 from ldp_client.device import Device, LedgerArgument
 from ldp_client.itemset_methods_async import AsyncItemsetMethods
@@ -223,7 +223,7 @@ class AsyncLDPClient(AsyncItemsetMethods, AsyncTrainingMethods, AsyncKnnMethods)
         ``values``: estimate only these (at most 1,000); an attribute of an open domain
         (``flh``, ``pem``) is estimated only for the values named.
         """
-        call = protocol.frequencies_call(name, attribute, confidence, postprocess, values)
+        call = estimate_calls.frequencies_call(name, attribute, confidence, postprocess, values)
         return await self._call(call)
 
     async def heavy_hitters(
@@ -233,11 +233,11 @@ class AsyncLDPClient(AsyncItemsetMethods, AsyncTrainingMethods, AsyncKnnMethods)
         that nobody listed, found from the collection's statistics, each with its
         estimate, standard error and interval, and the detection threshold below which
         nothing is found reliably (analyst token)."""
-        return await self._call(protocol.heavy_hitters_call(name, attribute, k, confidence))
+        return await self._call(estimate_calls.heavy_hitters_call(name, attribute, k, confidence))
 
     async def means(self, name: str, attribute: str, *, confidence: float = 0.95) -> MeanResult:
         """The mean of a numeric attribute, with its standard error (analyst token)."""
-        return await self._call(protocol.means_call(name, attribute, confidence))
+        return await self._call(estimate_calls.means_call(name, attribute, confidence))
 
     async def quantiles(
         self,
@@ -254,7 +254,7 @@ class AsyncLDPClient(AsyncItemsetMethods, AsyncTrainingMethods, AsyncKnnMethods)
         confidence raise :class:`~ldp_shared.errors.InvalidQueryError`; too few reports
         :class:`~ldp_shared.errors.InsufficientReportsError`.
         """
-        return await self._call(protocol.quantiles_call(name, attribute, q, confidence))
+        return await self._call(estimate_calls.quantiles_call(name, attribute, q, confidence))
 
     # ------------------------------------------------------------------ naive Bayes
 

@@ -1,7 +1,9 @@
 """The REST contract seen from the client, without I/O (shared by the sync and async clients).
 
-* Endpoint builders (:func:`get_config_call`, :func:`submit_reports_call`, ...) describe
-  one exchange as an :class:`ApiCall`: method, path, query, body, whether it needs the
+* Endpoint builders (:func:`get_config_call`, :func:`submit_reports_call`, ...; the
+  analyses' in :mod:`ldp_client.estimate_calls`, the others' beside their methods:
+  :mod:`ldp_client.lifecycle`, :mod:`ldp_client.naive_bayes`, ...) describe one
+  exchange as an :class:`ApiCall`: method, path, query, body, whether it needs the
   token, whether it may be repeated, and how to parse a successful answer.
 * :func:`interpret_response` and :func:`interpret_exception` turn what came back into a
   :class:`Success` or a :class:`Failure` carrying the typed ``ldp_shared.errors``
@@ -30,13 +32,11 @@ from pydantic import BaseModel, ValidationError
 
 from ldp_client.retry import parse_retry_after
 from ldp_client.unreachable import cannot_connect
-from ldp_shared import candidates
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import (
     AuthenticationError,
     CollectionNotFoundError,
     ConflictError,
-    InvalidQueryError,
     InvalidRequestError,
     LDPError,
     MalformedRequestError,
@@ -51,10 +51,6 @@ from ldp_shared.errors import (
 from ldp_shared.schema import COLLECTION_NAME_PATTERN, CollectionSpec
 from ldp_shared.wire import (
     BatchResult,
-    FrequencyResult,
-    HeavyHittersResult,
-    MeanResult,
-    QuantileResult,
     Report,
     ReportBatch,
 )
@@ -68,14 +64,10 @@ __all__ = [
     "collection_path",
     "create_collection_call",
     "error_from_response",
-    "frequencies_call",
     "get_config_call",
-    "heavy_hitters_call",
     "interpret_exception",
     "interpret_response",
     "list_collections_call",
-    "means_call",
-    "quantiles_call",
     "submit_reports_call",
 ]
 
@@ -230,86 +222,6 @@ def submit_reports_call(name: str, reports: Sequence[Report]) -> ApiCall[BatchRe
         _batch_parser([report.id for report in batch.reports]),
         body=batch.model_dump_json().encode("utf-8"),
     )
-
-
-def _estimate_params(attribute: str, confidence: float) -> dict[str, str]:
-    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
-        raise InvalidQueryError(f"confidence must be a number in (0, 1), got {confidence!r}")
-    return {"attribute": attribute, "confidence": repr(float(confidence))}
-
-
-def frequencies_call(
-    name: str,
-    attribute: str,
-    confidence: float,
-    postprocess: PostProcess,
-    values: Sequence[str | int] | None = None,
-) -> ApiCall[FrequencyResult]:
-    """``GET /v1/collections/{name}/frequencies`` (analyst), of the named ``values`` only
-    when given (:class:`InvalidQueryError` here for none or more than the server takes)."""
-    params = _estimate_params(attribute, confidence)
-    params["postprocess"] = postprocess
-    if values is not None:
-        params["values"] = candidates.query_text(values)
-    return ApiCall(
-        "GET",
-        collection_path(name) + "/frequencies",
-        FrequencyResult.model_validate_json,
-        params=params,
-        auth=True,
-    )
-
-
-def heavy_hitters_call(
-    name: str, attribute: str, top: int, confidence: float
-) -> ApiCall[HeavyHittersResult]:
-    """``GET /v1/collections/{name}/heavy-hitters`` (analyst): the ``top`` most frequent
-    values of an open-domain (``pem``) attribute found in its statistics."""
-    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-        raise InvalidQueryError(f"k must be a whole number of at least 1, got {top!r}")
-    params = _estimate_params(attribute, confidence)
-    params["k"] = str(top)
-    return ApiCall(
-        "GET",
-        collection_path(name) + "/heavy-hitters",
-        HeavyHittersResult.model_validate_json,
-        params=params,
-        auth=True,
-    )
-
-
-def means_call(name: str, attribute: str, confidence: float) -> ApiCall[MeanResult]:
-    """``GET /v1/collections/{name}/means`` (analyst): the mean of a numeric attribute."""
-    return ApiCall(
-        "GET",
-        collection_path(name) + "/means",
-        MeanResult.model_validate_json,
-        params=_estimate_params(attribute, confidence),
-        auth=True,
-    )
-
-
-def quantiles_call(
-    name: str, attribute: str, levels: Sequence[float], confidence: float
-) -> ApiCall[QuantileResult]:
-    """``GET /v1/collections/{name}/quantiles`` (analyst): quantiles of a histogram
-    attribute at ``levels`` (the aggregator checks that they lie in (0, 1))."""
-    params = _estimate_params(attribute, confidence)
-    if isinstance(levels, str | bytes) or not all(
-        isinstance(q, int | float) and not isinstance(q, bool) for q in levels
-    ):
-        raise InvalidQueryError(f"quantile levels must be a sequence of numbers, got {levels!r}")
-    params["q"] = ",".join(repr(float(q)) for q in levels)
-    return ApiCall(
-        "GET",
-        collection_path(name) + "/quantiles",
-        QuantileResult.model_validate_json,
-        params=params,
-        auth=True,
-    )
-
-
-# --------------------------------------------------------------------- interpreting
 
 
 def _where(request: httpx.Request) -> str:

@@ -10,16 +10,15 @@ import pytest
 from ldp_aggregator.problems import http_status
 from ldp_client.batching import BatchPlan, SubmitSummary, rejection_error, summarize
 from ldp_client.configs import accept_config, coerce_spec
+from ldp_client.estimate_calls import frequencies_call, quantiles_call
 from ldp_client.protocol import (
     Failure,
     Success,
     collection_path,
     create_collection_call,
-    frequencies_call,
     get_config_call,
     interpret_exception,
     interpret_response,
-    quantiles_call,
     submit_reports_call,
 )
 from ldp_client.retry import RetryPolicy, parse_retry_after
