@@ -18,7 +18,6 @@ debiased reports by ``r = (p′ − q′)/(p − q)``, shifting the heavy value'
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -27,12 +26,11 @@ from numpy.typing import NDArray
 from ldp_shared.mechanisms import CountMeanSketch, CountMeanSketchSpec
 from ldp_shared.rand import seeded_rng
 
+from ._population import TESTS, population, pvalues
 from ._stats import (
     ALPHA,
     POWER_MARGIN_SD,
     bonferroni_reject,
-    normal_two_sided_pvalue,
-    variance_ratio_pvalue,
     wrong_epsilons,
     z_critical,
 )
@@ -40,32 +38,6 @@ from ._stats import (
 pytestmark = pytest.mark.statistical
 
 SEED = 7_770_101
-HEAVY, LIGHT, SPREAD = 0.3, 0.02, 500
-CANDIDATES = ["heavy", "light", "nobody"]
-TESTS = 2 * len(CANDIDATES)  # mean and variance per candidate
-
-
-@dataclass(frozen=True)
-class Population:
-    names: list[str]
-    counts: NDArray[np.int64]
-
-    @property
-    def n(self) -> int:
-        return int(self.counts.sum())
-
-    @property
-    def truth(self) -> NDArray[np.float64]:
-        return np.array([self.counts[0] / self.n, self.counts[1] / self.n, 0.0])
-
-
-def population(n: int) -> Population:
-    """``heavy`` 30 %, ``light`` 2 %, the rest over :data:`SPREAD` strings (fixed counts)."""
-    head = [round(HEAVY * n), round(LIGHT * n)]
-    rest = n - sum(head)
-    spread = [rest // SPREAD + (1 if i < rest % SPREAD else 0) for i in range(SPREAD)]
-    names = ["heavy", "light"] + [f"word-{i:03d}" for i in range(SPREAD)]
-    return Population(names, np.array(head + spread, dtype=np.int64))
 
 
 def simulate(
@@ -94,13 +66,6 @@ def simulate(
         est = right.estimate_values(stats, n, keys[[0, 1, -1]], 0.95)
         z.append((est.estimate - pop.truth) / est.stderr)
     return np.asarray(z)
-
-
-def pvalues(z: NDArray[np.float64]) -> list[float]:
-    runs = z.shape[0]
-    means = [normal_two_sided_pvalue(math.sqrt(runs) * float(np.mean(col))) for col in z.T]
-    variances = [variance_ratio_pvalue(float(np.var(col, ddof=1)), 1.0, runs) for col in z.T]
-    return means + variances
 
 
 def stated_variance_bounds(m: CountMeanSketch, n: int) -> tuple[float, float]:
