@@ -59,6 +59,7 @@ from ldp_shared.errors import ConfigurationError, InvalidQueryError, InvalidReco
 from ldp_shared.kernel import FloatArray, FrequencyEstimate
 from ldp_shared.mechanisms._checks import check_epsilon
 from ldp_shared.mechanisms.base import Blocks, Randomizer, Segment, StatsBlock, Unpacked
+from ldp_shared.mechanisms.grr import realised_keep
 from ldp_shared.mechanisms.hadamard import fwht, parity, sign_probabilities
 from ldp_shared.mechanisms.hashing import buckets
 from ldp_shared.mechanisms.local_hashing import (
@@ -144,7 +145,7 @@ class CountMeanSketch(Randomizer):
         """``ln(p′/(1 − p′))`` for the keep probability the sampler realises: :meth:`perturb`
         keeps the sign when a uniform double ``u = i/2^53`` is below ``p``, which happens
         with ``p′ = ⌈p·2^53⌉/2^53``. Infinite once ``p′`` reaches 1 (ε ≳ 37)."""
-        kept = math.ceil(self.p * 2.0**53) / 2.0**53
+        kept = realised_keep(self.p)
         if kept >= 1.0:
             return math.inf
         return math.log(kept) - math.log1p(-kept)

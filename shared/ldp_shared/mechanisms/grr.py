@@ -41,6 +41,15 @@ from ldp_shared.mechanisms.likelihood import RandomizedResponseChannel
 from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
+UNIT = 2.0**53
+"""The grid of a uniform double: ``Generator.random`` draws ``m/2^53``, so a test
+``u < p`` holds with probability ``⌈p·2^53⌉/2^53`` exactly."""
+
+
+def realised_keep(p: float) -> float:
+    """The probability with which ``u < p`` holds for a uniform double ``u``."""
+    return math.ceil(p * UNIT) / UNIT
+
 
 def grr_probabilities(d: int, epsilon: float) -> tuple[float, float]:
     """``(p, q)`` of GRR over ``d`` values at ``epsilon``."""

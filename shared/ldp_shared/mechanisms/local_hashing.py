@@ -59,7 +59,7 @@ from ldp_shared.mechanisms.base import (
     Unpacked,
 )
 from ldp_shared.mechanisms.categorical import domain_indices
-from ldp_shared.mechanisms.grr import grr_probabilities
+from ldp_shared.mechanisms.grr import grr_probabilities, realised_keep
 from ldp_shared.mechanisms.hashing import (
     MAX_STRING_BYTES,
     SALT_PATTERN,
@@ -230,7 +230,7 @@ class LocalHashing(Randomizer):
         below ``p``, which happens with ``p′ = ⌈p·2^53⌉/2^53``, and moves it to each other
         bucket with ``q′ = (1 − p′)/(g − 1)``. Infinite once ``p′`` reaches 1 (at ε ≳ 37,
         where ``p`` rounds to 1 while ``q`` is still positive)."""
-        kept = math.ceil(self.p * 2.0**53) / 2.0**53
+        kept = realised_keep(self.p)
         if kept >= 1.0 or self.q == 0.0:
             return math.inf
         return math.log(kept) - math.log((1.0 - kept) / (self.g - 1))
