@@ -3,6 +3,10 @@
 Every benchmark prints exactly one JSON object to stdout and writes the same object to
 ``bench/results/<name>.json`` (``<name>-quick.json`` for ``--quick`` smoke runs, which
 are not committed).
+
+``BENCH_TINY=1`` in the environment (or ``--tiny``) runs a script at the smallest size
+that still goes through every step, in a few seconds: ``tests/bench`` runs every script
+so, to see that none has rotted. It implies ``--quick``; its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +33,8 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
 DATA_DIR = REPO_ROOT.parent / "shared" / "data"
+TINY_RESULTS_DIR = Path(tempfile.gettempdir()) / "ldpcollect-bench-tiny"
+"""Where tiny runs write their JSON (never into ``bench/results``)."""
 
 
 def _version(dist: str) -> str | None:
@@ -98,10 +106,38 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def tiny() -> bool:
+    """Whether this is a tiny run (``BENCH_TINY=1``): every step, the smallest sizes."""
+    return os.environ.get("BENCH_TINY", "") not in ("", "0")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Parses ``--tiny`` (or ``BENCH_TINY=1``) as ``--quick`` plus ``tiny``."""
+
+    def parse_args(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        parsed = super().parse_args(*args, **kwargs)
+        if parsed.tiny or tiny():
+            os.environ["BENCH_TINY"] = "1"  # for the scripts' child processes too
+            parsed.tiny = parsed.quick = True
+        return parsed
+
+
+def sized(normal: Any, quick: Any, tiny_size: Any, args: Any) -> Any:
+    """The size of a run: ``tiny_size`` when tiny, ``quick`` with ``--quick``, else ``normal``."""
+    if getattr(args, "tiny", False):
+        return tiny_size
+    return quick if args.quick else normal
+
+
 def base_parser(description: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=description)
+    parser = _Parser(description=description)
     parser.add_argument(
         "--quick", action="store_true", help="small smoke run (a few seconds); not committed"
+    )
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="the smallest run through every step (as BENCH_TINY=1; implies --quick)",
     )
     parser.add_argument(
         "--output",
@@ -150,7 +186,8 @@ def emit(name: str, result: dict[str, Any], quick: bool, output: Path | None) ->
         **result,
     }
     text = json.dumps(_clean(document), indent=2, allow_nan=False)
-    path = output or RESULTS_DIR / (f"{name}-quick.json" if quick else f"{name}.json")
+    results = TINY_RESULTS_DIR if tiny() else RESULTS_DIR
+    path = output or results / (f"{name}-quick.json" if quick else f"{name}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(text + "\n")
@@ -178,6 +215,20 @@ def timed(fn: Callable[[], Any], repeats: int = 1) -> tuple[list[float], Any]:
         result = fn()
         times.append(time.perf_counter() - start)
     return times, result
+
+
+def summary(times: list[float], records: int) -> dict[str, Any]:
+    """Timings of ``records`` records: ``seconds_per_100k`` from the best repeat, the
+    median's beside it."""
+    best, med = min(times), statistics.median(times)
+    return {
+        "records_timed": records,
+        "repeats": len(times),
+        "seconds_all": [round(t, 6) for t in times],
+        "seconds_per_100k": best / records * 1e5,
+        "seconds_per_100k_median": med / records * 1e5,
+        "microseconds_per_record": best / records * 1e6,
+    }
 
 
 def log(message: str) -> None:

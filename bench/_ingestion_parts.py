@@ -1,4 +1,6 @@
-"""Parts of ``bench/ingestion.py``: the disk's fsync latency and the issue-12 ratios.
+"""Parts of ``bench/ingestion.py``: the disk's fsync latency and the issue-12 ratios; and
+the upload helpers of ``bench/estimation.py`` and ``bench/dashboard.py`` (``post_all``,
+``percentiles``).
 
 The targets (issue 12): single-report requests at 16 connections reach at least 50 % of
 the no-op route's requests/s with p99 under 100 ms; batches of 1,000 reach at least
@@ -8,14 +10,74 @@ one (no target, the ratio shows whether a second replica adds throughput).
 
 from __future__ import annotations
 
+import json
 import os
+import statistics
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+from _server import Server
+
 TARGET_SINGLE_RATIO = 0.50
 TARGET_SINGLE_P99_MS = 100.0
 TARGET_BATCH_RATIO = 0.60
+HEADERS = {"content-type": "application/json"}
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    """Mean, p50, p95, p99 and max of latencies in seconds, as milliseconds."""
+    ordered = sorted(values)
+
+    def pick(q: float) -> float:
+        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+    return {
+        "mean_ms": statistics.fmean(values) * 1e3,
+        "p50_ms": pick(0.50) * 1e3,
+        "p95_ms": pick(0.95) * 1e3,
+        "p99_ms": pick(0.99) * 1e3,
+        "max_ms": ordered[-1] * 1e3,
+    }
+
+
+def post_all(
+    server: Server, name: str, bodies: list[bytes], connections: int
+) -> tuple[float, list[float], int]:
+    """Post every body, spread over ``connections`` threads; (seconds, latencies, accepted)."""
+    url = f"{server.base_url}/v1/collections/{name}/reports"
+    latencies: list[float] = []
+    accepted = [0] * connections
+    errors: list[str] = []
+    lock = threading.Lock()
+
+    def worker(k: int) -> None:
+        local: list[float] = []
+        with httpx.Client(timeout=120.0) as http:
+            for body in bodies[k::connections]:
+                t0 = time.perf_counter()
+                response = http.post(url, content=body, headers=HEADERS)
+                local.append(time.perf_counter() - t0)
+                if response.status_code != 200:
+                    errors.append(f"{response.status_code}: {response.text[:300]}")
+                    return
+                accepted[k] += json.loads(response.content)["accepted"]
+        with lock:
+            latencies.extend(local)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(connections)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise RuntimeError(f"upload failed: {errors[0]}")
+    return elapsed, latencies, sum(accepted)
 
 
 def fsync_latency(directory: Path, count: int = 50) -> dict[str, float]:

@@ -36,15 +36,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ClauseElement, Dialect, bindparam, select, update
+from sqlalchemy import ClauseElement, Dialect, bindparam, insert, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from ldp_aggregator.storage.collections import insert_collection, utc_today
+from ldp_aggregator.storage.collections import insert_collection
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import upgrade
+from ldp_aggregator.storage.stats import empty_stats_rows, encode_sums
 from ldp_aggregator.storage.tables import collection_stats, reports
 from ldp_shared.collection import CollectionConfig
+from ldp_shared.periods import stamp
 from ldp_shared.wire import new_report_id
 
 
@@ -70,11 +72,12 @@ def _window(first: int, end: int, sizes: list[int], times: list[float]) -> dict[
 
 
 def _stats_where() -> list[Any]:
-    """One statistics row of the collection: ``collection_id``, and shard 0 if sharded."""
-    where: list[Any] = [collection_stats.c.collection_id == bindparam("cid")]
-    if "shard" in collection_stats.c:
-        where.append(collection_stats.c.shard == 0)
-    return where
+    """One statistics row of the collection: ``collection_id``, shard 0 and the period."""
+    return [
+        collection_stats.c.collection_id == bindparam("cid"),
+        collection_stats.c.shard == 0,
+        collection_stats.c.period_start == bindparam("period"),
+    ]
 
 
 def raw_sqlite_loop(
@@ -95,6 +98,11 @@ def raw_sqlite_loop(
         try:
             upgrade(engine)
             collection = insert_collection(engine, config)
+            today, period = stamp(config.spec.period)
+            with engine.begin() as connection:  # the period's row, as its first report makes it
+                zeros = {"sums": encode_sums(np.zeros(config.stats_length, dtype=np.int64))}
+                rows = empty_stats_rows(collection.id, period, shards=1)
+                connection.execute(insert(collection_stats), [{**row, **zeros} for row in rows])
             dialect = engine.dialect
             insert_sql, insert_names, _ = _compiled(
                 sqlite_insert(reports).on_conflict_do_nothing(), dialect
@@ -120,7 +128,6 @@ def raw_sqlite_loop(
             )
             day_type = reports.c.received_day.type.dialect_impl(dialect)
             day_processor = day_type.bind_processor(dialect)
-            today = utc_today()
             day = day_processor(today) if day_processor else today
             delta = np.ones(config.stats_length, dtype="<i8")
             raw = engine.raw_connection()
@@ -128,7 +135,11 @@ def raw_sqlite_loop(
                 db = raw.driver_connection
                 assert db is not None
                 db.isolation_level = None  # explicit BEGIN / COMMIT below
-                values = {"collection_id": collection.id, "received_day": day}
+                values = {
+                    "collection_id": collection.id,
+                    "received_day": day,
+                    "period_start": period,
+                }
 
                 def fresh_rows(size: int) -> list[tuple[Any, ...]]:
                     ids = sorted(new_report_id() for _ in range(size))
@@ -146,12 +157,13 @@ def raw_sqlite_loop(
                     t0 = time.perf_counter()
                     db.execute("BEGIN")
                     db.executemany(insert_sql, rows)
-                    found = {**read_literals, "cid": collection.id}
+                    found = {**read_literals, "cid": collection.id, "period": period}
                     n, sums, floats = db.execute(
                         read_sql, tuple(found[name] for name in read_names)
                     ).fetchone()
                     new_sums = (np.frombuffer(sums, dtype="<i8") + delta).tobytes()
-                    put = {**write_literals, "cid": collection.id, "n": n + size}
+                    put = {**write_literals, "cid": collection.id, "period": period}
+                    put["n"] = n + size
                     put.update(sums=new_sums, floats=floats)
                     db.execute(write_sql, tuple(put[name] for name in write_names))
                     db.execute("COMMIT")

@@ -26,9 +26,9 @@ from typing import Any
 import httpx
 
 from _common import base_parser, emit, log, start_marker
+from _ingestion_parts import percentiles, post_all
 from _server import bench_spec, report_bodies, running_server
 from estimation import FILL_BATCH
-from ingestion import percentiles, post_all
 from ldp_client import LDPClient
 from ldp_shared.rand import seeded_rng
 

@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 
 from _common import base_parser, emit, log, start_marker
+from _ingestion_parts import percentiles, post_all
 from _server import bench_spec, release_route, report_bodies, running_server
-from ingestion import percentiles, post_all
 from ldp_client import LDPClient
 from ldp_shared.rand import seeded_rng
 

@@ -71,7 +71,7 @@ from typing import Any
 
 import numpy as np
 
-from _common import DATA_DIR, REPO_ROOT, base_parser, emit, log, start_marker
+from _common import DATA_DIR, REPO_ROOT, base_parser, emit, log, sized, start_marker
 from ldp_shared.analyses import heavy_hitters as hh_module
 from ldp_shared.analyses.heavy_hitters import find_heavy_hitters
 from ldp_shared.mechanisms.prefix_hashing import PrefixHashing, PrefixHashingSpec
@@ -637,7 +637,9 @@ def main() -> None:
     parser.add_argument("--no-peers", action="store_true")
     args = parser.parse_args()
     quick = args.quick
-    devices = args.devices or (20_000 if quick else 1_000_000)
+    devices = args.devices or sized(1_000_000, 20_000, 2_000, args)
+    if args.tiny:  # one setting, one search each
+        globals().update(EPSILONS=(4.0,), TOPS=(20,), FIND_REPEATS=1)
     peer_n = {r.name: devices for r in PEER_RUNS}
     for item in args.peer_devices:
         name, _, value = item.partition("=")

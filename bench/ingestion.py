@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 from sqlalchemy.exc import OperationalError
 
-from _common import base_parser, emit, log, start_marker
+from _common import base_parser, emit, log, sized, start_marker
 from _ingestion_parts import fsync_latency, ratios
 from _raw_sqlite import raw_sqlite_loop
 from _server import (
@@ -254,9 +254,9 @@ def main() -> None:
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--mechanism", default="oue", help="oue (d = 16), or numeric (piecewise)")
     args = parser.parse_args()
-    args.seconds = args.seconds or (3.0 if args.quick else 10.0)
-    args.warmup = args.warmup if args.warmup is not None else (1.0 if args.quick else 2.0)
-    args.sdk_n = args.sdk_n or (5_000 if args.quick else 20_000)
+    args.seconds = args.seconds or sized(10.0, 3.0, 0.5, args)
+    args.warmup = args.warmup if args.warmup is not None else sized(2.0, 1.0, 0.2, args)
+    args.sdk_n = args.sdk_n or sized(20_000, 5_000, 200, args)
     started = start_marker()
 
     wrk = wrk_path()
@@ -276,6 +276,8 @@ def main() -> None:
     windows = [tuple(b["table_rows"]) for b in sqlite.get("batches", [])]
     covered = windows[-1][1] if windows else (20_000 if args.quick else 200_000)
     raw_total = max(args.batch, -(-covered // args.batch) * args.batch)
+    if args.tiny:  # every step once, small
+        raw_total = min(raw_total, 5 * args.batch)
     raw = {}
     for checkpoint in (False, True):
         log(f"[ingestion] raw SQLite loop, {raw_total:,} reports, checkpoint={checkpoint}")

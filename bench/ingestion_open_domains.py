@@ -52,7 +52,7 @@ import httpx
 import numpy as np
 from numpy.typing import NDArray
 
-from _common import base_parser, emit, log, start_marker, zipf_frequencies
+from _common import base_parser, emit, log, sized, start_marker, zipf_frequencies
 from _server import Server, running_server
 from _wrk import cpu_seconds
 from ldp_aggregator.storage.at_rest import WalTruncator
@@ -71,6 +71,7 @@ from ldp_aggregator.writer import Pending, ReportWriter
 from ldp_client import LDPClient
 from ldp_shared.codec import Privatizer, decode_reports
 from ldp_shared.collection import CollectionConfig, build_config
+from ldp_shared.periods import stamp
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import encode_bits, new_report_id
@@ -462,6 +463,7 @@ class MicroArm:
             matrix=rows,
             delta=delta_of(decode_reports(self.config, rows)),
             day=utc_today(),
+            period_start=stamp("day")[1],
         )
 
     def writer_transaction(self, k: int) -> None:
@@ -479,7 +481,9 @@ class MicroArm:
         with self.engine.connect() as connection:
             t0 = time.perf_counter()
             transaction = connection.begin()
-            claimed = claim_shard(connection, cid, config.stats_length, config.float_stats_length)
+            claimed = claim_shard(
+                connection, cid, stamp("day")[1], config.stats_length, config.float_stats_length
+            )
             assert claimed is not None
             t1 = time.perf_counter()
             add_to_shard(connection, cid, claimed, delta)
@@ -514,8 +518,8 @@ class MicroArm:
             with connection.begin():
                 connection.exec_driver_sql(
                     "UPDATE collection_stats SET n_reports = n_reports + ?"
-                    " WHERE collection_id = ? AND shard = 0",
-                    (delta.n_reports, self.collection.id),
+                    " WHERE collection_id = ? AND shard = 0 AND period_start = ?",
+                    (delta.n_reports, self.collection.id, stamp("day")[1]),
                 )
                 connection.exec_driver_sql(
                     "INSERT INTO what_if_stats_delta (collection_id, cells, counts)"
@@ -655,9 +659,11 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5, help="untimed batches per arm and server")
     parser.add_argument("--micro-batches", type=int, default=None, help="in-process (40)")
     args = parser.parse_args()
-    args.reports = args.reports or (10_000 if args.quick else 100_000)
+    args.reports = args.reports or sized(100_000, 10_000, 2_000, args)
     args.pairs = args.pairs or (1 if args.quick else 4)
-    args.micro_batches = args.micro_batches or (5 if args.quick else 40)
+    args.micro_batches = args.micro_batches or sized(40, 5, 2, args)
+    if args.tiny:  # every step once, small
+        args.connections, args.slices, args.warmup = args.connections[:1], 1, 1
     started = start_marker()
     t_start = time.monotonic()
 

@@ -345,6 +345,8 @@ def main() -> None:
     started = start_marker()
     wanted = [d.strip() for d in args.datasets.split(",") if d.strip()]
     quick_rows = {"T10I4D100K": 20_000, "retail": 20_000, "synthetic-1M": 100_000}
+    if args.tiny:
+        quick_rows = {"T10I4D100K": 1_000, "retail": 500, "synthetic-1M": 1_000}
     datasets: dict[str, Any] = {}
     missing = []
     for name in wanted:

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from _common import DATA_DIR, base_parser, emit, log, start_marker
+from _common import DATA_DIR, base_parser, emit, log, sized, start_marker
 from _knn_data import Dataset, load_adult, load_breast_cancer
 from ldp_shared.analyses.knn import CellCounts, CellProtocol, CoordinateProtocol
 from ldp_shared.rand import seeded_rng
@@ -321,15 +321,16 @@ def main() -> None:
     epsilons = (1.0, 5.0) if quick else EPSILONS
     seeds = 2 if quick else 5
     sizes = {
-        "adult": (1, 500, 200) if quick else (10, 4000, 1000),
-        "breast_cancer": (20, 171, 171) if quick else (250, 171, 171),
+        "adult": sized((10, 4000, 1000), (1, 500, 200), (1, 100, 50), args),
+        "breast_cancer": sized((250, 171, 171), (20, 171, 171), (2, 171, 171), args),
     }
     for name, d in loaded.items():
         if d is not None:
             result["datasets"][name] = accuracy_table(d, sizes[name], seeds, epsilons)
     adult = loaded["adult"]
     if adult is not None:
-        result["latency"] = latency(adult, 100_000 if quick else 1_000_000, 200 if quick else 1000)
+        cells, queries = sized((1_000_000, 1000), (100_000, 200), (2_000, 20), args)
+        result["latency"] = latency(adult, cells, queries)
     emit("knn", {**marker, **result}, quick, args.output)
     if args.plot is not None:
         try:

@@ -39,7 +39,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
-from _common import DATA_DIR, base_parser, emit, log, start_marker
+from _common import DATA_DIR, base_parser, emit, log, sized, start_marker
 from _logistic_data import Dataset, Split, load_adult, load_breast_cancer
 from _logistic_peers import DIFFPRIVLIB_IMPORT, central_rows
 from ldp_shared.analyses.logistic.planning import default_bound, plan_training
@@ -274,8 +274,8 @@ def main() -> None:
     wanted = set(args.datasets.split(","))
     started = start_marker()
     seeds = args.seeds or (1 if args.quick else SEEDS)
-    n = args.devices or (20_000 if args.quick else DEVICES)
-    epsilons = (1.0, 4.0) if args.quick else EPSILONS
+    n = args.devices or sized(DEVICES, 20_000, 1_000, args)
+    epsilons = sized(EPSILONS, (1.0, 4.0), (4.0,), args)
     folder = Path(os.environ.get("LDP_BENCH_DATA", DATA_DIR))
     datasets: dict[str, Any] = {}
     missing = []

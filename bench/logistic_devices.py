@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from _common import DATA_DIR, base_parser, emit, log, start_marker
+from _common import DATA_DIR, base_parser, emit, log, sized, start_marker
 from _logistic_data import Dataset, load_adult, load_breast_cancer
 from _logistic_peers import DIFFPRIVLIB_IMPORT, central_rows
 from ldp_shared.analyses.logistic.planning import (
@@ -100,7 +100,7 @@ def main() -> None:
     args = parser.parse_args()
     started = start_marker()
     seeds = args.seeds or (1 if args.quick else SEEDS)
-    sizes = QUICK_DEVICES if args.quick else DEVICES
+    sizes = sized(DEVICES, QUICK_DEVICES, (500,), args)
     folder = Path(os.environ.get("LDP_BENCH_DATA", DATA_DIR))
     datasets: dict[str, Any] = {}
     missing = []

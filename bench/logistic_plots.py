@@ -26,7 +26,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from _common import BENCH_DIR, REPO_ROOT
+from _common import BENCH_DIR, REPO_ROOT, TINY_RESULTS_DIR, tiny
 
 LOCAL = {
     "sampled-piecewise": ("tab:blue", "o"),
@@ -164,6 +164,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     suffix = "-quick" if args.quick else ""
+    if args.out is None and tiny():  # tests/bench: never into docs/
+        args.out = TINY_RESULTS_DIR
+        args.out.mkdir(parents=True, exist_ok=True)
     if args.out is None:
         args.out = args.results if args.quick else REPO_ROOT / "docs"
     written = []

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from _common import DATA_DIR, base_parser, emit, log, start_marker
+from _common import DATA_DIR, base_parser, emit, log, sized, start_marker
 from _logistic_data import load_adult, load_breast_cancer
 from ldp_shared.analyses.logistic.planning import plan_training
 from ldp_shared.mechanisms.gradient import register_gradient
@@ -76,7 +76,7 @@ def main() -> None:
     args = parser.parse_args()
     started = start_marker()
     seeds = args.seeds or (1 if args.quick else SEEDS)
-    n = 20_000 if args.quick else DEVICES
+    n = sized(DEVICES, 20_000, 1_000, args)
     folder = Path(os.environ.get("LDP_BENCH_DATA", DATA_DIR))
     datasets: dict[str, Any] = {}
     missing = []

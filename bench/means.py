@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from _common import base_parser, emit, log, start_marker
+from _common import base_parser, emit, log, sized, start_marker
 from _crossover import crossover
 from _numeric import (
     extra_parameters_used,
@@ -179,9 +179,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=None, help="runs per setting (200)")
     parser.add_argument("--crossover-runs", type=int, default=None, help="(10,000)")
     args = parser.parse_args()
-    n = args.n or (2_000 if args.quick else 10_000)
-    runs = args.runs or (20 if args.quick else 200)
-    crossover_runs = args.crossover_runs or (200 if args.quick else 10_000)
+    n = args.n or sized(10_000, 2_000, 300, args)
+    runs = args.runs or sized(200, 20, 3, args)
+    crossover_runs = args.crossover_runs or sized(10_000, 200, 10, args)
     started = start_marker()
     mechanisms, skipped = numeric_mechanisms()
     ages = adult_ages()
@@ -192,7 +192,7 @@ def main() -> None:
     )
     rows: list[dict[str, Any]] = []
     for mechanism in mechanisms:
-        for epsilon in EPSILONS:
+        for epsilon in EPSILONS[:1] if args.tiny else EPSILONS:
             for name, (values, lo, hi) in distributions(n, ages).items():
                 log(f"[means] {mechanism} ε={epsilon:g} {name}")
                 seed = SEED_STRIDE * len(rows)  # independent runs in every setting

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from _common import DATA_DIR, base_parser, emit, log, start_marker
+from _common import DATA_DIR, base_parser, emit, log, sized, start_marker
 from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.codec import Privatizer, decode_reports, records_to_columns
 from ldp_shared.collection import CollectionConfig, build_config
@@ -293,7 +293,7 @@ def main() -> None:
 
     car = load_car()
     train, test = nb.holdout_split(car.records)
-    copies = math.ceil((20_000 if args.quick else CAR_MIN_CLIENTS) / len(train))
+    copies = math.ceil(sized(CAR_MIN_CLIENTS, 20_000, 2_000, args) / len(train))
     datasets["car"] = run_dataset(
         "car", car.domains, "class", train, test, copies, epsilons, seeds, 1_000_000
     )
@@ -309,7 +309,7 @@ def main() -> None:
         adult_train = adult_records(files[0])
         adult_test = adult_records(files[1])
         if args.quick:
-            adult_train = adult_train[:8000]
+            adult_train = adult_train[: sized(0, 8000, 1000, args)]
         datasets["adult"] = run_dataset(
             "adult", domains, "income", adult_train, adult_test, 1, epsilons, seeds, 2_000_000
         )

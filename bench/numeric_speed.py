@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from _common import base_parser, emit, log, start_marker, timed
+from _common import base_parser, emit, log, sized, start_marker, summary, timed
 from _dp_peers import Runner, exponential_peers, load_diffprivlib, load_opendp, numeric_peers
 from _numeric import EXTRA_PARAMETERS, numeric_config, numeric_mechanisms
 from ldp_shared.codec import DEFAULT_CHUNK, Privatizer, decode_reports
@@ -42,7 +42,6 @@ from ldp_shared.collection import build_config
 from ldp_shared.mechanisms.exponential import utility_matrix
 from ldp_shared.rand import secure_rng
 from ldp_shared.schema import CollectionSpec
-from perturbation import summary
 
 EPSILONS = (1.0, 4.0)
 EXPONENTIAL_DOMAINS = (10, 100)
@@ -218,10 +217,10 @@ def main() -> None:
     parser.add_argument("--peer-repeats", type=int, default=None, help="peer repeats (3)")
     parser.add_argument("--peer-seconds", type=float, default=None, help="per repeat (1.0)")
     args = parser.parse_args()
-    n = args.n or (20_000 if args.quick else 1_000_000)
+    n = args.n or sized(1_000_000, 20_000, 500, args)
     args.repeats = args.repeats or (1 if args.quick else 5)
     args.peer_repeats = args.peer_repeats or (1 if args.quick else 3)
-    args.peer_seconds = args.peer_seconds or (0.1 if args.quick else 1.0)
+    args.peer_seconds = args.peer_seconds or sized(1.0, 0.1, 0.005, args)
     started = start_marker()
     dpl, dpl_how = load_diffprivlib()
     dp, dp_how = load_opendp()

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from _common import DATA_DIR, base_parser, emit, log, start_marker, zipf_frequencies
+from _common import DATA_DIR, base_parser, emit, log, sized, start_marker, zipf_frequencies
 from ldp_shared.codec import Privatizer
 from ldp_shared.collection import build_config
 from ldp_shared.identifiers import MAX_DOMAIN_SIZE
@@ -252,7 +252,7 @@ def variance_domain(domain: str, n: int, runs: int, seed: int) -> dict[str, Any]
                     "measured_collision_part_between_salts": between,
                     "measured_collision_part_standard_error": between_se,
                     "ratio_measured_over_stated_sampling": within / s_mean,
-                    "ratio_measured_over_stated_collision": between / c_mean,
+                    "ratio_measured_over_stated_collision": between / c_mean if c_mean else None,
                     "olh_optimum": optimum,
                     "ratio_stated_over_olh_optimum": st / optimum,
                     "ratio_stated_sampling_over_olh_optimum": s_mean / optimum,
@@ -775,10 +775,10 @@ def main() -> None:
     parser.add_argument("--no-peers", action="store_true")
     args = parser.parse_args()
     quick = args.quick
-    runs = args.runs or (20 if quick else 200)
-    devices = args.devices or (5_000 if quick else 20_000)
+    runs = args.runs or sized(200, 20, 3, args)
+    devices = args.devices or sized(20_000, 5_000, 1_000, args)
     pairs = args.pairs or (3 if quick else 9)
-    reports = args.reports or (20_000 if quick else 1_000_000)
+    reports = args.reports or sized(1_000_000, 20_000, 2_000, args)
     parts = set(args.parts.split(","))
     started = start_marker()
 
@@ -813,9 +813,9 @@ def main() -> None:
             "speed",
             lambda: speed_part(
                 peers,
-                10_000 if quick else 100_000,
-                2_000 if quick else 20_000,
-                500 if quick else 5_000,
+                sized(100_000, 10_000, 1_000, args),
+                sized(20_000, 2_000, 200, args),
+                sized(5_000, 500, 50, args),
                 pairs,
             ),
         ),

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from _common import base_parser, emit, log, start_marker
+from _common import base_parser, emit, log, sized, start_marker
 from accuracy import data_dir
 from ldp_aggregator.frequencies import frequency_result
 from ldp_aggregator.storage.stats import Stats
@@ -179,10 +179,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=None, help="runs per setting (60)")
     parser.add_argument("--ibu-runs", type=int, default=None, help="runs with IBU (20)")
     args = parser.parse_args()
-    sizes = args.n or ([2_000] if args.quick else [10_000, 100_000])
-    runs = args.runs or (10 if args.quick else 60)
-    ibu_runs = min(runs, args.ibu_runs or (5 if args.quick else 20))
-    domains = (5, 20) if args.quick else DOMAINS
+    sizes = args.n or sized([10_000, 100_000], [2_000], [300], args)
+    runs = args.runs or sized(60, 10, 2, args)
+    ibu_runs = min(runs, args.ibu_runs or sized(20, 5, 1, args))
+    domains = sized(DOMAINS, (5, 20), (5,), args)
     started = start_marker()
     adult = adult_education()
     missing = (

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from _common import DATA_DIR, base_parser, emit, log, start_marker
+from _common import DATA_DIR, base_parser, emit, log, sized, start_marker
 from ldp_shared.analyses.ibu import bayesian_update
 from ldp_shared.analyses.quantiles import binned_quantiles
 from ldp_shared.errors import InsufficientReportsError
@@ -208,8 +208,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200, help="runs per setting")
     args = parser.parse_args()
     result: dict[str, Any] = start_marker()
-    runs = 20 if args.quick else args.runs
-    sizes = [10_000] if args.quick else [10_000, 100_000]
+    runs = sized(args.runs, 20, 2, args)
+    sizes = sized([10_000, 100_000], [10_000], [1_000], args)
     quantiles = []
     for name, (source, edge_sets) in sources().items():
         for label, edges in edge_sets.items():
@@ -219,7 +219,8 @@ def main() -> None:
                     row = quantile_runs(source, edges, eps, n, runs)
                     quantiles.append({"distribution": name, "edges": label, **row})
     result["quantiles"] = quantiles
-    result["ibu"] = ibu_runs([8, 32] if args.quick else [8, 32, 128, 512], [1.0, 2.0, 4.0], 100_000)
+    bins = sized([8, 32, 128, 512], [8, 32], [8], args)
+    result["ibu"] = ibu_runs(bins, [1.0, 2.0, 4.0], sized(100_000, 100_000, 2_000, args))
     emit("quantiles", result, args.quick, args.output)
 
 

@@ -28,8 +28,9 @@ if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
-# the project with the roles the benchmarks use (client SDK + aggregator server)
-"$venv/bin/python" -m pip install --quiet -e "$root[client,aggregator]"
+# the project with the roles the benchmarks use (client SDK + aggregator server, and
+# psycopg for the PostgreSQL parts of bench/ingestion.py and bench/training_service.py)
+"$venv/bin/python" -m pip install --quiet -e "$root[client,aggregator,postgres]"
 # peers, pinned; pure-ldp imports scikit-learn, statsmodels and xxhash without declaring them;
 # mlxtend is the non-private itemset reference of bench/itemsets.py; diffprivlib and
 # opendp are the central-DP libraries bench/numeric_speed.py times per record (diffprivlib's
@@ -51,6 +52,6 @@ fi
     "scikit-learn>=1.4,<1.6" "diffprivlib==0.6.6" "matplotlib>=3.8"
 "$venv/bin/python" - <<'PY'
 import importlib.metadata as md
-for name in ("ldpcollect", "numpy", "pure-ldp", "multi-freq-ldpy", "mlxtend", "diffprivlib", "opendp", "matplotlib"):
+for name in ("ldpcollect", "numpy", "psycopg", "pure-ldp", "multi-freq-ldpy", "mlxtend", "diffprivlib", "opendp", "matplotlib"):
     print(f"{name}=={md.version(name)}")
 PY

@@ -30,7 +30,7 @@ from urllib.parse import quote
 
 from sqlalchemy import create_engine, text
 
-from _common import base_parser, emit, log, start_marker
+from _common import base_parser, emit, log, sized, start_marker
 from ldp_aggregator import training, training_rounds
 from ldp_aggregator.collections import create_collection
 from ldp_aggregator.ingest import ingest_batch
@@ -139,7 +139,7 @@ def run(database_url: str, devices: int, round_size: int) -> dict[str, Any]:
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
     args = parser.parse_args()
-    devices, round_size = (300, 30) if args.quick else (3000, 100)
+    devices, round_size = sized((3000, 100), (300, 30), (20, 10), args)
     started = start_marker()
     engines: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="ldp-bench-train-") as folder:

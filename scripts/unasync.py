@@ -2,7 +2,8 @@
 
 The asynchronous modules of :data:`PAIRS` are the single source: ``async_client.py``
 (:class:`AsyncLDPClient`) and its mixins ``itemset_methods_async.py``
-(:class:`AsyncItemsetMethods`) and ``training_methods_async.py``
+(:class:`AsyncItemsetMethods`), ``trend_methods_async.py`` (:class:`AsyncTrendMethods`)
+and ``training_methods_async.py``
 (:class:`AsyncTrainingMethods`). This script derives ``client.py`` (:class:`LDPClient`),
 ``itemset_methods.py`` and ``training_methods.py`` from them by applying the token
 substitutions of :data:`SUBSTITUTIONS` in order (``async def`` → ``def``, ``await x`` →
@@ -32,6 +33,7 @@ PAIRS = [
     (PACKAGE / "itemset_methods_async.py", PACKAGE / "itemset_methods.py"),
     (PACKAGE / "training_methods_async.py", PACKAGE / "training_methods.py"),
     (PACKAGE / "knn_methods_async.py", PACKAGE / "knn_methods.py"),
+    (PACKAGE / "trend_methods_async.py", PACKAGE / "trend_methods.py"),
 ]
 """(asynchronous source, generated synchronous module)."""
 
@@ -60,6 +62,8 @@ SUBSTITUTIONS: list[tuple[str, str]] = [
     (r"\btraining_methods_async\b", "training_methods"),
     (r"\bAsyncKnnMethods\b", "KnnMethods"),
     (r"\bknn_methods_async\b", "knn_methods"),
+    (r"\bAsyncTrendMethods\b", "TrendMethods"),
+    (r"\btrend_methods_async\b", "trend_methods"),
     (r"\bAsyncBaseTransport\b", "BaseTransport"),
     (r"\bAsyncClient\b", "Client"),
     (r"\baclose\b", "close"),

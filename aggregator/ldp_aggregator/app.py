@@ -19,7 +19,9 @@ from ldp_aggregator.rate_limits import UploadLimits
 from ldp_aggregator.routes import analyses, collections, health, models, reports
 from ldp_aggregator.routes import itemsets as itemset_routes
 from ldp_aggregator.routes import knn as knn_routes
+from ldp_aggregator.routes import periods as period_routes
 from ldp_aggregator.routes import training as training_routes
+from ldp_aggregator.routes import trends as trend_routes
 from ldp_aggregator.settings import Settings
 from ldp_aggregator.storage.collections import CollectionCache
 from ldp_aggregator.storage.engine import make_engine
@@ -90,6 +92,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(collections.router)
     app.include_router(reports.router)
     app.include_router(analyses.router)
+    app.include_router(trend_routes.router)
+    app.include_router(period_routes.router)
     app.include_router(itemset_routes.router)
     app.include_router(models.router)
     app.include_router(training_routes.router)

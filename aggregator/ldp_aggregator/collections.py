@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 
 from sqlalchemy import Engine
@@ -12,21 +14,28 @@ from ldp_shared.errors import ConfigurationError, LDPError
 from ldp_shared.schema import CollectionSpec
 
 
-def config_of(spec: CollectionSpec) -> CollectionConfig:
-    """The public config of a spec; any failure to derive it is a :class:`ConfigurationError`."""
+@contextmanager
+def refused_as_configuration(what: str) -> Iterator[None]:
+    """Any failure to derive ``what``'s mechanisms is a :class:`ConfigurationError` (422),
+    never a 500: the mechanisms refuse an ε out of range themselves (the one rule of
+    ``ldp_shared.mechanisms._checks``); this is the net under it."""
     try:
-        return build_config(spec)
+        yield
     except LDPError:
         raise
     except OverflowError:
         raise ConfigurationError(
-            "the collection cannot run with these parameters: ε is too large "
+            f"{what} cannot run with these parameters: ε is too large "
             "(numeric overflow computing the mechanism's probabilities)"
         ) from None
     except (ValueError, ArithmeticError) as exc:
-        raise ConfigurationError(
-            f"the collection cannot run with these parameters: {exc}"
-        ) from None
+        raise ConfigurationError(f"{what} cannot run with these parameters: {exc}") from None
+
+
+def config_of(spec: CollectionSpec) -> CollectionConfig:
+    """The public config of a spec; any failure to derive it is a :class:`ConfigurationError`."""
+    with refused_as_configuration("the collection"):
+        return build_config(spec)
 
 
 def create_collection(

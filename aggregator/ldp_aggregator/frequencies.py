@@ -29,6 +29,7 @@ from ldp_aggregator.release import (
     current_stats,
     released_attribute,
     require_reports,
+    windowed,
 )
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.stats import Stats
@@ -47,6 +48,7 @@ from ldp_shared.codec import domain_indices
 from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError, InvalidRecordError
 from ldp_shared.kernel import FrequencyEstimate, z_value
+from ldp_shared.periods import Window
 from ldp_shared.wire import FrequencyResult, IBUStatus, OrdinalEstimate, OrdinalSummary
 
 Method = PostProcess | Literal["ibu"]
@@ -285,11 +287,13 @@ def estimate_frequencies(
     confidence: float = 0.95,
     method: str = "none",
     values: str | None = None,
+    window: Window | None = None,
 ) -> FrequencyResult:
-    """Read the collection's statistics and release the frequencies of ``attribute`` (of
-    the ``values`` named, if given)."""
+    """Read the collection's statistics (of the periods of ``window``, if given) and
+    release the frequencies of ``attribute`` (of the ``values`` named, if given)."""
     index, _ = check_frequency_query(collection.config, attribute, confidence, method, values)
     if values is not None:  # refuse a value before reading (large) statistics
         named_values(collection.config, index, values)
-    stats = current_stats(engine, collection)
-    return frequency_result(collection.config, stats, attribute, confidence, method, values)
+    stats = current_stats(engine, collection, window)
+    result = frequency_result(collection.config, stats, attribute, confidence, method, values)
+    return windowed(result, window)

@@ -16,6 +16,7 @@ from ldp_aggregator.release import (
     release_header,
     released_attribute,
     require_reports,
+    windowed,
 )
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.stats import Stats
@@ -28,6 +29,7 @@ from ldp_shared.analyses.joint import attribute_estimate, attribute_stats
 from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.mechanisms.prefix_hashing import PrefixHashing, PrefixHashingSpec
+from ldp_shared.periods import Window
 from ldp_shared.wire import HeavyHittersResult
 
 MAX_TOP = 1000
@@ -97,8 +99,11 @@ def estimate_heavy_hitters(
     attribute: str,
     top: int,
     confidence: float = 0.95,
+    window: Window | None = None,
 ) -> HeavyHittersResult:
-    """Read the collection's statistics and search them for ``attribute``'s heavy hitters."""
+    """Read the collection's statistics (of the periods of ``window``, if given) and
+    search them for ``attribute``'s heavy hitters."""
     check_heavy_hitters_query(collection.config, attribute, top, confidence)
-    stats = current_stats(engine, collection)
-    return heavy_hitters_result(collection.config, stats, attribute, top, confidence)
+    stats = current_stats(engine, collection, window)
+    result = heavy_hitters_result(collection.config, stats, attribute, top, confidence)
+    return windowed(result, window)

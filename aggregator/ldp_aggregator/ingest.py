@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date
+from datetime import datetime
 
 import numpy as np
 from anyio import to_thread
@@ -27,13 +27,14 @@ from numpy.typing import NDArray
 from pydantic_core import to_json
 from sqlalchemy import Engine
 
-from ldp_aggregator.storage.collections import StoredCollection, utc_today
+from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.lifecycle import check_takes_reports
 from ldp_aggregator.storage.stats import Stats, delta_of, statistics_of
 from ldp_aggregator.writer import Pending, ReportWriter
 from ldp_shared.codec import decode_reports
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidReportError
+from ldp_shared.periods import stamp
 from ldp_shared.wire import (
     REPORT_ID_PATTERN,
     BatchResult,
@@ -137,7 +138,7 @@ def ingest_batch(
     collection: StoredCollection,
     batch: ReportBatch,
     *,
-    day: date | None = None,
+    at: datetime | None = None,
     writer: ReportWriter | None = None,
 ) -> BatchResult:
     """Judge ``batch``, store its new valid reports and add their statistics atomically.
@@ -145,12 +146,13 @@ def ingest_batch(
     Returns one outcome per report, in order, once they are committed. Raises
     :class:`~ldp_shared.errors.CollectionClosedError` (nothing stored) when an admin
     closed the collection, and :class:`~ldp_shared.errors.CollectionNotFoundError` when it
-    was deleted since ``collection`` was loaded. Only the day of
-    receipt is stored with a report (``day``, default today in UTC). ``writer`` is the
+    was deleted since ``collection`` was loaded. A report is counted in the period of the
+    collection that contains ``at``, the instant of acceptance (default now), and only
+    that period and its day are stored with it (:func:`ldp_shared.periods.stamp`). ``writer`` is the
     app's, shared by its requests so that concurrent requests share transactions;
     without one, the batch gets a transaction of its own in the calling thread.
     """
-    judged, pending = _prepare(collection, batch, day)
+    judged, pending = _prepare(collection, batch, at)
     if pending is None:  # answered as if it wrote: 409/404 when it could not have
         check_takes_reports(engine, collection)
         return _result(batch, judged, set()).to_model()
@@ -180,18 +182,20 @@ async def ingest_batch_async(
 
 
 def _prepare(
-    collection: StoredCollection, batch: ReportBatch, day: date | None
+    collection: StoredCollection, batch: ReportBatch, at: datetime | None
 ) -> tuple[JudgedBatch, Pending | None]:
     """The verdict on ``batch`` and what the writer must store (``None``: nothing)."""
     judged = judge_batch(collection.config, batch)
     if not judged.candidates:
         return judged, None
+    day, period_start = stamp(collection.config.spec.period, at)
     pending = Pending(
         collection=collection,
         ids=[batch.reports[position].id for position in judged.candidates],
         matrix=judged.matrix,
         delta=judged.delta,
-        day=day or utc_today(),
+        day=day,
+        period_start=period_start,
     )
     return judged, pending
 

@@ -49,7 +49,6 @@ from ldp_shared.itemset_wire import (
     check_mining_query,
     mask_privacy,
 )
-from ldp_shared.kernel import z_value
 
 SPOOL_MEMORY_BYTES = 64 * 2**20
 """Snapshot bytes kept in memory; beyond this the snapshot goes to a temporary file."""
@@ -252,8 +251,9 @@ def snapshot(
     return spool
 
 
-def rule_estimate(rule: AssociationRule, names: Sequence[str], z: float) -> RuleEstimate:
-    """One mined rule for the wire, items by name, with ``estimate ± z·stderr`` intervals."""
+def rule_estimate(rule: AssociationRule, names: Sequence[str]) -> RuleEstimate:
+    """One mined rule for the wire, items by name, with its intervals clipped to the
+    ranges (confidence in [0, 1], lift ≥ 0; :mod:`ldp_shared.analyses.itemsets.rules`)."""
     return RuleEstimate(
         antecedent=[names[i] for i in rule.antecedent],
         consequent=[names[i] for i in rule.consequent],
@@ -263,11 +263,12 @@ def rule_estimate(rule: AssociationRule, names: Sequence[str], z: float) -> Rule
         antecedent_support=rule.antecedent_support,
         consequent_support=rule.consequent_support,
         confidence_stderr=rule.confidence_stderr,
-        confidence_ci_low=rule.confidence - z * rule.confidence_stderr,
-        confidence_ci_high=rule.confidence + z * rule.confidence_stderr,
+        confidence_ci_low=rule.confidence_ci_low,
+        confidence_ci_high=rule.confidence_ci_high,
         lift_stderr=rule.lift_stderr,
-        lift_ci_low=rule.lift - z * rule.lift_stderr,
-        lift_ci_high=rule.lift + z * rule.lift_stderr,
+        lift_ci_low=rule.lift_ci_low,
+        lift_ci_high=rule.lift_ci_high,
+        informative=rule.informative,
     )
 
 
@@ -295,14 +296,13 @@ def itemset_result(
             itemsets.append(
                 ItemsetEstimate(
                     items=[names[i] for i in row],
-                    support=support,
+                    support=min(support, 1.0),  # into [0, 1]: ŝ ≥ threshold > 0 already
                     stderr=stderr,
                     ci_low=lo,
                     ci_high=hi,
                 )
             )
     rules = association_rules(mined, query.min_confidence)
-    z = z_value(mined.confidence)
     s0 = min(max(average_support, 1e-6), 1.0 - 1e-6)
     return ItemsetResult(
         collection=config.name,
@@ -317,7 +317,7 @@ def itemset_result(
         confidence=mined.confidence,
         itemsets=itemsets,
         by_length={str(k): v for k, v in mined.by_length.items()},
-        rules=[rule_estimate(rule, names, z) for rule in rules[: query.max_rules]],
+        rules=[rule_estimate(rule, names) for rule in rules[: query.max_rules]],
         rules_total=len(rules),
         privacy=mask_privacy(attribute, s0, query.privacy_weight),
         levels=[

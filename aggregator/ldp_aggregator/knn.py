@@ -14,18 +14,20 @@ from ldp_aggregator.release import current_stats
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_shared.analyses.knn.collection import classify, protocol_of
 from ldp_shared.knn_wire import KnnClassification, KnnQuery
+from ldp_shared.periods import Window
 
 
 def classify_points(
-    engine: Engine, collection: StoredCollection, query: KnnQuery
+    engine: Engine, collection: StoredCollection, query: KnnQuery, window: Window | None = None
 ) -> KnnClassification:
     """Predicted classes, debiased class scores and standard errors of the query points.
 
     :class:`~ldp_shared.errors.InvalidQueryError` for a collection that is not a kNN one,
     a point of the wrong dimension, with NaN or outside the bounds, or ``k <= 0``;
-    :class:`~ldp_shared.errors.InsufficientReportsError` below the release minimum.
+    :class:`~ldp_shared.errors.InsufficientReportsError` below the release minimum (of
+    the reports of ``window``'s periods, if given).
     """
     config = collection.config
     protocol_of(config)  # refuse another kind of collection before reading anything
-    stats = current_stats(engine, collection)
+    stats = current_stats(engine, collection, window)
     return classify(config, stats.n_reports, stats.sums, query)

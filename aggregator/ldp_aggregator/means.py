@@ -20,12 +20,14 @@ from ldp_aggregator.release import (
     release_header,
     released_attribute,
     require_reports,
+    windowed,
 )
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.stats import Stats
 from ldp_shared.analyses.joint import attribute_estimate, attribute_stats
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.mechanisms.lattice import MeanEstimate
+from ldp_shared.periods import Window
 from ldp_shared.wire import MeanResult
 
 
@@ -64,9 +66,15 @@ def mean_result(
 
 
 def estimate_mean(
-    engine: Engine, collection: StoredCollection, attribute: str, confidence: float = 0.95
+    engine: Engine,
+    collection: StoredCollection,
+    attribute: str,
+    confidence: float = 0.95,
+    window: Window | None = None,
 ) -> MeanResult:
-    """Read the collection's statistics and release the mean of ``attribute``."""
+    """Read the collection's statistics (of the periods of ``window``, if given) and
+    release the mean of ``attribute``."""
     released_attribute(collection.config, attribute, "mean")
     check_confidence(confidence)
-    return mean_result(collection.config, current_stats(engine, collection), attribute, confidence)
+    stats = current_stats(engine, collection, window)
+    return windowed(mean_result(collection.config, stats, attribute, confidence), window)

@@ -22,6 +22,7 @@ from ldp_aggregator.storage.models import insert_model, list_model_ids, load_mod
 from ldp_aggregator.storage.stats import read_stats
 from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.errors import CorruptStatisticsError
+from ldp_shared.periods import Window
 from ldp_shared.wire import (
     CategoricalNBExport,
     NaiveBayesModel,
@@ -42,6 +43,7 @@ def train_model(
     collection: StoredCollection,
     request: NaiveBayesTrainRequest,
     today: date | None = None,
+    window: Window | None = None,
 ) -> NaiveBayesModel:
     """Train from the collection's statistics and store the model; returns it with its id.
 
@@ -49,17 +51,17 @@ def train_model(
     model with a number that is not finite; :class:`~ldp_shared.errors.InsufficientReportsError`
     below the release minimum, of all reports and, under the ``sample`` budget, of the
     ``n_j`` reports that carried each feature (the rule of ``GET .../frequencies``: the
-    model's joint counts summed over the classes are a feature's frequencies). Nothing is
-    stored on error.
+    model's joint counts summed over the classes are a feature's frequencies); with a
+    ``window``, of the reports of its periods. Nothing is stored on error.
     """
     config = collection.config
     nb.require_label(config)
     day = today or utc_today()
     with engine.begin() as connection:
         stats = read_stats(
-            connection, collection.id, config.stats_length, config.float_stats_length
+            connection, collection.id, config.stats_length, config.float_stats_length, window
         )
-        require_reports(config, stats)
+        require_reports(config, stats, window)
         for feature in config.features:
             carried_reports(config, feature, stats)
         model = nb.build_model(

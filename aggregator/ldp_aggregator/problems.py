@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ldp_shared.errors import (
@@ -207,9 +208,36 @@ READABLE_JSON_DEPTH = 500
 may pass Python's recursion limit in its JSON reader."""
 
 
+ROUTE_METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+"""The methods a 405's ``Allow`` is looked up among (``OPTIONS`` is answered by no route)."""
+
+
+def allowed_methods(request: Request) -> str:
+    """``Allow`` of a 405: every method some route answers at the request's path.
+
+    Starlette names only the methods of the first route whose path matched, so a path
+    served by two routes (``GET`` and ``POST /v1/collections``) listed one of them.
+    """
+    allowed = []
+    for method in ROUTE_METHODS:
+        scope = {
+            "type": "http",
+            "method": method,
+            "path": request.scope["path"],
+            "root_path": request.scope.get("root_path", ""),
+            "headers": [],
+        }
+        routes = [route for route in request.app.router.routes if not isinstance(route, Mount)]
+        if any(route.matches(scope)[0] is Match.FULL for route in routes):
+            allowed.append(method)
+    return ", ".join(allowed)
+
+
 async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     headers = dict(exc.headers) if exc.headers else None
+    if exc.status_code == 405 and headers is not None and "Allow" in headers:
+        headers["Allow"] = allowed_methods(request) or headers["Allow"]
     if exc.status_code == 404:
         return error_response(
             NotFoundError, f"nothing at {request.method} {request.url.path}", headers=headers

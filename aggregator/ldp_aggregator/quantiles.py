@@ -22,6 +22,7 @@ from ldp_aggregator.release import (
     release_header,
     released_attribute,
     require_reports,
+    windowed,
 )
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.stats import Stats
@@ -30,6 +31,7 @@ from ldp_shared.analyses.quantiles import binned_quantiles, check_probabilities
 from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.kernel import FloatArray
+from ldp_shared.periods import Window
 from ldp_shared.wire import Quantile, QuantileResult
 
 DEFAULT_LEVELS = "0.25,0.5,0.75"
@@ -98,8 +100,11 @@ def estimate_quantiles(
     attribute: str,
     levels: str = DEFAULT_LEVELS,
     confidence: float = 0.95,
+    window: Window | None = None,
 ) -> QuantileResult:
-    """Read the collection's statistics and release the quantiles of ``attribute``."""
+    """Read the collection's statistics (of the periods of ``window``, if given) and
+    release the quantiles of ``attribute``."""
     check_quantile_query(collection.config, attribute, levels, confidence)
-    stats = current_stats(engine, collection)
-    return quantile_result(collection.config, stats, attribute, levels, confidence)
+    stats = current_stats(engine, collection, window)
+    result = quantile_result(collection.config, stats, attribute, levels, confidence)
+    return windowed(result, window)

@@ -7,8 +7,9 @@ The release minimum (``release.min_reports``) applies to all reports, and under 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from sqlalchemy import Engine
 
 from ldp_aggregator.storage.collections import StoredCollection
@@ -17,6 +18,10 @@ from ldp_shared.analyses.joint import attribute_reports
 from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.kernel import z_value
+from ldp_shared.periods import Window, parse_window, period_label
+from ldp_shared.wire import PeriodWindow
+
+Released = TypeVar("Released", bound=BaseModel)
 
 
 def unknown_attribute(config: CollectionConfig, attribute: str) -> InvalidQueryError:
@@ -55,13 +60,15 @@ def released_attribute(
     raise unknown_attribute(config, attribute)
 
 
-def require_reports(config: CollectionConfig, stats: Stats) -> int:
-    """``n``, if the collection holds at least its release minimum of reports."""
+def require_reports(config: CollectionConfig, stats: Stats, window: Window | None = None) -> int:
+    """``n``, if the collection (the ``window`` of its periods) holds at least its release
+    minimum of reports."""
     minimum = config.spec.release.min_reports
     n = stats.n_reports
     if n < minimum:
+        where = "" if window is None else f" in {window.describe()}"
         raise InsufficientReportsError(
-            f"collection {config.name!r} has {n} reports; "
+            f"collection {config.name!r} has {n} reports{where}; "
             f"its release policy needs at least {minimum}"
         )
     return n
@@ -84,11 +91,42 @@ def carried_reports(
     return carried
 
 
-def current_stats(engine: Engine, collection: StoredCollection) -> Stats:
-    """The collection's statistics as they stand."""
+def current_stats(
+    engine: Engine, collection: StoredCollection, window: Window | None = None
+) -> Stats:
+    """The collection's statistics as they stand, of the periods of ``window`` (``None``:
+    all). A window holding fewer reports than the release minimum is refused here,
+    naming the window (:class:`InsufficientReportsError`)."""
     config = collection.config
     with engine.connect() as connection:
-        return read_stats(connection, collection.id, config.stats_length, config.float_stats_length)
+        stats = read_stats(
+            connection, collection.id, config.stats_length, config.float_stats_length, window
+        )
+    if window is not None:
+        require_reports(config, stats, window)
+    return stats
+
+
+def window_query(
+    collection: StoredCollection, first: str | None, last: str | None
+) -> Window | None:
+    """The window a query's ``from`` and ``to`` name, in the collection's periods."""
+    return parse_window(first, last, collection.config.spec.period)
+
+
+def described(window: Window) -> PeriodWindow:
+    """The window as a release states it."""
+    return PeriodWindow(
+        period=window.period,
+        first=period_label(window.first, window.period),
+        last=period_label(window.last, window.period),
+        periods=window.count,
+    )
+
+
+def windowed(result: Released, window: Window | None) -> Released:
+    """``result`` stating the window it rests on (unchanged without one)."""
+    return result if window is None else result.model_copy(update={"window": described(window)})
 
 
 def release_header(

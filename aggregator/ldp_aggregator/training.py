@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine
 
+from ldp_aggregator.collections import refused_as_configuration
 from ldp_aggregator.storage import training as store
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.jobs import JobRow, insert_job, read_job, update_job
@@ -156,7 +157,8 @@ def mechanisms_of(spec_json: str) -> JobMechanisms:
 
 def create_job(engine: Engine, collection: StoredCollection, spec: TrainingSpec) -> TrainingJob:
     """Store a job with its complete spec and open round 0."""
-    complete = complete_spec(spec)
+    with refused_as_configuration("the training job"):
+        complete = complete_spec(spec)
     job_id = secrets.token_urlsafe(16)[:22]
     with engine.begin() as connection:
         insert_job(connection, job_id, collection.id, TRAINING, complete.model_dump_json())

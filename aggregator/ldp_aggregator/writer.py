@@ -60,6 +60,7 @@ from ldp_aggregator.storage.stats import (
     Stats,
     add_to_shard,
     claim_shard,
+    prepare_period,
     statistics_of,
     sum_stats,
 )
@@ -76,7 +77,9 @@ SQLite, when ids turn out stored, the second looks them up first (see :func:`_in
 class Pending:
     """One request's new valid reports (ids unique, in batch order), waiting for a commit.
 
-    ``matrix`` holds their packed bits and ``delta`` the statistics they add. Once done,
+    ``matrix`` holds their packed bits and ``delta`` the statistics they add, to those of
+    the period ``period_start``; ``day`` is stored with them (both as coarse as the
+    collection's period, :func:`ldp_shared.periods.stamp`). Once done,
     ``stored_before`` holds the ids that were stored already (or taken by an earlier
     request of the same transaction), or ``error`` why nothing was stored. ``future``
     (with its ``loop``) is settled once done, for a request that waits in an event loop.
@@ -87,6 +90,7 @@ class Pending:
     matrix: NDArray[np.uint8]
     delta: Stats
     day: date
+    period_start: int
     stored_before: set[str] = field(default_factory=set)
     error: BaseException | None = None
     done: bool = False
@@ -249,16 +253,17 @@ class ReportWriter:
         request whose collection is closed or deleted gets its ``error`` and writes nothing.
         Without ``look_up`` nothing is read before the insert (raises :class:`_SkippedIdsError`,
         rolling back, when an id turns out stored)."""
-        members: dict[tuple[int, str], list[int]] = defaultdict(list)
+        members: dict[tuple[int, str, int], list[int]] = defaultdict(list)
         for k, pending in enumerate(group):
             pending.error = None
-            members[pending.collection.id, pending.collection.config.config_hash].append(k)
+            collection = pending.collection
+            members[collection.id, collection.config.config_hash, pending.period_start].append(k)
         befores: list[set[str]] = [set() for _ in group]
         written = 0
         with self.engine.begin() as connection:
             for key in sorted(members):  # one lock order for every writer
                 part = [group[k] for k in members[key]]
-                claimed, refusal = _lock(connection, part[0].collection)
+                claimed, refusal = _lock(connection, part[0].collection, part[0].period_start)
                 if refusal is not None or claimed is None:
                     for pending in part:
                         pending.error = refusal or gone(pending.collection)
@@ -287,22 +292,24 @@ def _outcome(pending: Pending) -> set[str]:
 
 
 def _lock(
-    connection: Connection, collection: StoredCollection
+    connection: Connection, collection: StoredCollection, period_start: int
 ) -> tuple[ClaimedShard | None, LDPError | None]:
-    """Lock ``collection`` against closing and deleting and claim a statistics shard, in
+    """Lock ``collection`` against closing and deleting and claim a statistics shard of
+    the period ``period_start``, in
     the order the engine needs (SQLite: a write first, see
     :func:`~ldp_aggregator.storage.stats.claim_shard`); and why nothing may be written."""
     config = collection.config
     lengths = (config.stats_length, config.float_stats_length)
     if connection.dialect.name == "sqlite":
-        claimed = claim_shard(connection, collection.id, *lengths)
+        claimed = claim_shard(connection, collection.id, period_start, *lengths)
         if claimed is None:
             return None, gone(collection)
         return claimed, refusal_to_write(connection, collection)
+    prepare_period(connection, collection.id, period_start)  # before any lock, see there
     refusal = refusal_to_write(connection, collection)
     if refusal is not None:
         return None, refusal
-    return claim_shard(connection, collection.id, *lengths), None
+    return claim_shard(connection, collection.id, period_start, *lengths), None
 
 
 def _store_collection(
@@ -324,7 +331,7 @@ def _store_collection(
         taken.update(pending.ids)
         candidates.append(fresh)
         rows[pending.day].extend((pending.ids[k], pending.matrix[k].tobytes()) for k in fresh)
-    stored = _insert(connection, collection.id, rows)
+    stored = _insert(connection, collection.id, rows, part[0].period_start)
     befores: list[set[str]] = []
     deltas: list[Stats] = []
     for pending, fresh in zip(part, candidates, strict=True):
@@ -342,9 +349,13 @@ def _store_collection(
 
 
 def _insert(
-    connection: Connection, collection_id: int, rows: dict[date, list[tuple[str, bytes]]]
+    connection: Connection,
+    collection_id: int,
+    rows: dict[date, list[tuple[str, bytes]]],
+    period_start: int,
 ) -> set[str] | None:
-    """Insert the rows of every day in key order, skipping stored ids; ``None`` when all
+    """Insert the rows of every day (of period ``period_start``) in key order, skipping
+    stored ids; ``None`` when all
     were inserted, else the ids that were. PostgreSQL answers which ids it stored.
     SQLite only counts them; but this transaction holds its one write lock, so a short
     count means ids stored before it began: it raises :class:`_SkippedIdsError`, and the
@@ -353,10 +364,13 @@ def _insert(
     if connection.dialect.name == "postgresql":
         stored: set[str] = set()
         for day in sorted(rows):
-            stored |= insert_reports_returning(connection, collection_id, sorted(rows[day]), day)
+            stored |= insert_reports_returning(
+                connection, collection_id, sorted(rows[day]), day, period_start
+            )
         return None if len(stored) == expected else stored
     count = sum(
-        insert_reports(connection, collection_id, sorted(rows[day]), day) for day in sorted(rows)
+        insert_reports(connection, collection_id, sorted(rows[day]), day, period_start)
+        for day in sorted(rows)
     )
     if count != expected:
         raise _SkippedIdsError(f"{expected - count} of {expected} ids were stored already")

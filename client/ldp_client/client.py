@@ -22,6 +22,7 @@ import numpy as np
 from ldp_client import batching, configs, estimate_calls, lifecycle, naive_bayes, protocol
 from ldp_client.batching import DEFAULT_BATCH_SIZE, BatchPlan, SubmitSummary
 from ldp_client.device import Device, LedgerArgument
+from ldp_client.estimate_calls import WindowBounds
 from ldp_client.itemset_methods import ItemsetMethods
 from ldp_client.knn_methods import KnnMethods
 from ldp_client.ledger import Ledger
@@ -29,9 +30,10 @@ from ldp_client.policy import DevicePolicy
 from ldp_client.protocol import ApiCall, Outcome, PostProcess, Success
 from ldp_client.settings import Settings
 from ldp_client.training_methods import TrainingMethods
+from ldp_client.trend_methods import TrendMethods
 from ldp_shared.codec import Columns, Record
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.errors import PayloadTooLargeError
+from ldp_shared.errors import InvalidRecordError, PayloadTooLargeError
 from ldp_shared.lifecycle_wire import CollectionStatus
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import (
@@ -52,7 +54,7 @@ __all__ = ["LDPClient"]
 T = TypeVar("T")
 
 
-class LDPClient(ItemsetMethods, TrainingMethods, KnnMethods):
+class LDPClient(ItemsetMethods, TrainingMethods, KnnMethods, TrendMethods):
     """Talks to one aggregator over HTTP; every method that does I/O is synchronous.
 
     Use it as a context manager (``with``) or call :meth:`close` when done.
@@ -213,6 +215,7 @@ class LDPClient(ItemsetMethods, TrainingMethods, KnnMethods):
         confidence: float = 0.95,
         postprocess: PostProcess = "none",
         values: Sequence[str | int] | None = None,
+        window: WindowBounds | None = None,
     ) -> FrequencyResult:
         """Frequency estimates of one attribute, with standard errors (analyst token).
 
@@ -221,23 +224,40 @@ class LDPClient(ItemsetMethods, TrainingMethods, KnnMethods):
         the raw unbiased estimate is always there. Attributes with ordered values (ordinal
         exponential, histogram) also carry ``ordinal``: CDF, mean rank and median rank.
         ``values``: estimate only these (at most 1,000); an attribute of an open domain
-        (``flh``, ``pem``) is estimated only for the values named.
+        (``flh``, ``pem``) is estimated only for the values named. ``window``: only the
+        reports of the periods ``(from, to)``, both included (every estimate takes it).
         """
-        call = estimate_calls.frequencies_call(name, attribute, confidence, postprocess, values)
+        call = estimate_calls.frequencies_call(
+            name, attribute, confidence, postprocess, values, window
+        )
         return self._call(call)
 
     def heavy_hitters(
-        self, name: str, attribute: str, *, k: int = 20, confidence: float = 0.95
+        self,
+        name: str,
+        attribute: str,
+        *,
+        k: int = 20,
+        confidence: float = 0.95,
+        window: WindowBounds | None = None,
     ) -> HeavyHittersResult:
         """The ``k`` most frequent values of an open-domain attribute (mechanism ``pem``)
         that nobody listed, found from the collection's statistics, each with its
         estimate, standard error and interval, and the detection threshold below which
         nothing is found reliably (analyst token)."""
-        return self._call(estimate_calls.heavy_hitters_call(name, attribute, k, confidence))
+        call = estimate_calls.heavy_hitters_call(name, attribute, k, confidence, window)
+        return self._call(call)
 
-    def means(self, name: str, attribute: str, *, confidence: float = 0.95) -> MeanResult:
+    def means(
+        self,
+        name: str,
+        attribute: str,
+        *,
+        confidence: float = 0.95,
+        window: WindowBounds | None = None,
+    ) -> MeanResult:
         """The mean of a numeric attribute, with its standard error (analyst token)."""
-        return self._call(estimate_calls.means_call(name, attribute, confidence))
+        return self._call(estimate_calls.means_call(name, attribute, confidence, window))
 
     def quantiles(
         self,
@@ -246,6 +266,7 @@ class LDPClient(ItemsetMethods, TrainingMethods, KnnMethods):
         q: Sequence[float] = (0.25, 0.5, 0.75),
         *,
         confidence: float = 0.95,
+        window: WindowBounds | None = None,
     ) -> QuantileResult:
         """Quantiles of a histogram attribute at the levels ``q`` (each in (0, 1)), in the
         number's units, with intervals at ``confidence`` (analyst token).
@@ -254,7 +275,8 @@ class LDPClient(ItemsetMethods, TrainingMethods, KnnMethods):
         confidence raise :class:`~ldp_shared.errors.InvalidQueryError`; too few reports
         :class:`~ldp_shared.errors.InsufficientReportsError`.
         """
-        return self._call(estimate_calls.quantiles_call(name, attribute, q, confidence))
+        call = estimate_calls.quantiles_call(name, attribute, q, confidence, window)
+        return self._call(call)
 
     # ------------------------------------------------------------------ naive Bayes
 
@@ -306,6 +328,9 @@ class LDPClient(ItemsetMethods, TrainingMethods, KnnMethods):
 
     def privatize_many(self, name: str, records: Iterable[Record]) -> list[Report]:
         """Perturbed reports of many records, vectorised (no upload)."""
+        if not isinstance(records, Iterable):  # None, a number: typed, before any request
+            kind = type(records).__name__
+            raise InvalidRecordError(f"records must be an iterable of records, got {kind}")
         config = self.get_config(name)
         return self._device.privatize_many(config, records, self._settings.rng)
 

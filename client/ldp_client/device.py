@@ -24,11 +24,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldp_client.ledger import Ledger
+from ldp_client.longitudinal import ValueCharge, permanent_key, value_charges
+from ldp_client.one_record import record_path
 from ldp_client.policy import DevicePolicy
 from ldp_client.privatize import check_records, reports_from_packed
-from ldp_shared.codec import Columns, Privatizer, Record
+from ldp_client.reports import one_report
+from ldp_shared.codec import Columns, Privatizer, Record, records_to_columns
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import ConfigurationError, InvalidRecordError
+from ldp_shared.rand import resolve_rng
 from ldp_shared.wire import Report
 
 __all__ = ["Device", "canonical_record"]
@@ -78,6 +82,10 @@ class Device:
                 raise ConfigurationError(
                     "max_reports_per_collection needs a ledger to count reports across runs"
                 )
+            if policy is not None and policy.max_epsilon_per_collection is not None:
+                raise ConfigurationError(
+                    "max_epsilon_per_collection needs a ledger to add up ε across runs"
+                )
             return cls(policy, None, memoised, owns_ledger=False)
         if isinstance(ledger, Ledger):
             opened, owned = ledger, False
@@ -100,6 +108,15 @@ class Device:
         """The report of one record, checked against the policy and charged to the ledger."""
         if not isinstance(record, Mapping):
             raise InvalidRecordError("a record must be a mapping of attribute name to value")
+        path = record_path(config)
+        if path is not None:  # GRR/unary encoding: no numpy per record
+            self._check(config)
+            packed = path.packed(record, resolve_rng(rng))
+            if packed is not None:
+                if self.ledger is None:
+                    return one_report(config.config_hash, packed)
+                row = np.frombuffer(packed, dtype=np.uint8).reshape(1, -1)
+                return self._charge(config, row, lambda: [record])[0]
         return self.privatize_many(config, [record], rng)[0]
 
     def privatize_many(
@@ -108,8 +125,12 @@ class Device:
         """One report per record, in order, checked against the policy and charged."""
         rows = check_records(records)
         self._check(config)
-        packed = Privatizer(config).privatize_many(rows, rng)
-        return self._charge(config, packed, lambda: rows)
+        secret = permanent_key(self.ledger, config)  # longitudinal attributes need a ledger
+        packed = Privatizer(config, secret).privatize_many(rows, rng)
+        values = value_charges(
+            self.ledger, config, secret, lambda: records_to_columns(config, rows)
+        )
+        return self._charge(config, packed, lambda: rows, values)
 
     def privatize_columns(
         self, config: CollectionConfig, columns: Columns, rng: np.random.Generator | None
@@ -118,8 +139,10 @@ class Device:
         if not isinstance(columns, Mapping):
             raise InvalidRecordError("columns must be a mapping of attribute name to values")
         self._check(config)
-        packed = Privatizer(config).privatize_columns(columns, rng)
-        return self._charge(config, packed, lambda: _rows_of(columns, len(packed)))
+        secret = permanent_key(self.ledger, config)
+        packed = Privatizer(config, secret).privatize_columns(columns, rng)
+        values = value_charges(self.ledger, config, secret, lambda: columns)
+        return self._charge(config, packed, lambda: _rows_of(columns, len(packed)), values)
 
     def _check(self, config: CollectionConfig) -> None:
         if self.policy is not None:
@@ -130,10 +153,12 @@ class Device:
         config: CollectionConfig,
         packed: NDArray[np.uint8],
         records: Callable[[], Sequence[Record]],
+        values: Sequence[ValueCharge] = (),
     ) -> list[Report]:
         """Charge validated, perturbed reports to the ledger; the reports to send.
 
         ``records()`` gives the rows' records; it is called for memoised collections only.
+        ``values``: the longitudinal attributes' distinct keys, charged ε∞ when new.
         """
         if self.ledger is None:
             return reports_from_packed(config, packed)
@@ -143,7 +168,9 @@ class Device:
                 self.ledger.record_key(config.config_hash, canonical_record(config, record))
                 for record in records()
             ]
-        sent = self.ledger.reserve(config, packed, record_keys=keys, policy=self.policy)
+        sent = self.ledger.reserve(
+            config, packed, record_keys=keys, policy=self.policy, values=values
+        )
         return reports_from_packed(config, sent)
 
 

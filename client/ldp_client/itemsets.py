@@ -9,6 +9,9 @@ the typed error it failed with. Arguments are checked here, before any request
 
 The estimator (MASK, Rizvi and Haritsa, VLDB 2002) is :mod:`ldp_shared.analyses.itemsets`;
 ``pandas.DataFrame(result.table())`` is the frame mlxtend's ``association_rules`` takes.
+A released rule's confidence lies in [0, 1] and its lift is at least 0, with intervals
+clipped to those ranges; :func:`is_informative` tells the rules whose confidence
+interval says something from the others, which the aggregator lists last.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ldp_shared.itemset_wire import (
     ItemsetQuery,
     ItemsetResult,
     MaskPrivacy,
+    RuleEstimate,
     check_job_id,
     check_mining_query,
 )
@@ -36,6 +40,7 @@ from ldp_shared.validation import validated
 __all__ = [
     "build_itemset_query",
     "check_deadline",
+    "is_informative",
     "itemset_job_call",
     "job_result",
     "mask_privacy_call",
@@ -153,3 +158,13 @@ def job_result(job: ItemsetJob) -> ItemsetResult | None:
         error.add_note(f"itemset job {job.id} of collection {job.collection!r}")
         raise error
     return None
+
+
+def is_informative(rule: RuleEstimate) -> bool:
+    """Whether a released rule's confidence interval says something: narrower than half
+    of [0, 1] (:data:`ldp_shared.analyses.itemsets.UNINFORMATIVE_WIDTH`; the aggregator
+    sends the same verdict as ``informative``). A wider one cannot tell a strong rule from
+    a weak one; ``result.rules`` lists such rules after every informative one."""
+    from ldp_shared.analyses.itemsets.rules import informative  # the SDK loads no analyses
+
+    return rule.informative and informative(rule.confidence_ci_low, rule.confidence_ci_high)

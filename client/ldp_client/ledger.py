@@ -14,6 +14,10 @@ One SQLite file (stdlib :mod:`sqlite3`) that the device owner chooses. It holds
   all of them): a memoising ledger is then as sensitive as the records. Pass
   ``memo_key`` (kept elsewhere, e.g. in the OS keystore) and the file alone reveals
   nothing of the records.
+* ``distinct_values``: for longitudinal attributes (:mod:`ldp_client.longitudinal`), one
+  row per distinct memoised key the device reported (a keyed hash, as the memo's), with
+  the ε∞ it was charged once; the permanent randomization itself is derived from a
+  per-collection secret (:meth:`Ledger.permanent_secret`), not stored.
 * ``participations``: one row per training job the device took part in (its collection
   and job id, the ε and δ of its one report), written before the report can be sent; the
   primary key refuses a second participation in the same job.
@@ -48,6 +52,13 @@ from typing import TYPE_CHECKING, Self
 import numpy as np
 from numpy.typing import NDArray
 
+from ldp_client.ledger_schema import SCHEMA
+from ldp_client.longitudinal import (
+    ValueCharge,
+    epsilon_spent,
+    record_values,
+    unseen_values,
+)
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import AlreadyParticipatedError, ConfigurationError
 
@@ -58,51 +69,21 @@ __all__ = ["LEDGER_FORMAT", "Ledger", "Spending"]
 
 LEDGER_FORMAT = 1
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS ledger_meta (
-    key TEXT PRIMARY KEY,
-    value BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS spending (
-    id INTEGER PRIMARY KEY,
-    collection TEXT NOT NULL,
-    config_hash TEXT NOT NULL,
-    reports INTEGER NOT NULL CHECK (reports > 0),
-    charged INTEGER NOT NULL CHECK (charged >= 0 AND charged <= reports),
-    epsilon_per_record REAL NOT NULL CHECK (epsilon_per_record >= 0),
-    epsilon REAL NOT NULL CHECK (epsilon >= 0),
-    made_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS spending_by_config ON spending (config_hash);
-CREATE INDEX IF NOT EXISTS spending_by_collection ON spending (collection);
-CREATE TABLE IF NOT EXISTS participations (
-    collection TEXT NOT NULL,
-    job TEXT NOT NULL,
-    epsilon REAL NOT NULL CHECK (epsilon >= 0),
-    delta REAL NOT NULL CHECK (delta >= 0),
-    made_at TEXT NOT NULL,
-    PRIMARY KEY (collection, job)
-);
-CREATE TABLE IF NOT EXISTS memo (
-    config_hash TEXT NOT NULL,
-    record_key BLOB NOT NULL,
-    bits BLOB NOT NULL,
-    PRIMARY KEY (config_hash, record_key)
-) WITHOUT ROWID;
-"""
-
 
 @dataclass(frozen=True)
 class Spending:
     """What the ledger has charged: reports made, those that spent ε, and that ε.
 
     ``reports`` counts every report made (memoised repeats included); ``charged`` those
-    perturbed afresh, each costing the collection's ε per record; ``epsilon`` their sum.
+    perturbed afresh, each costing the collection's ε per record (without its
+    longitudinal attributes); ``values`` the distinct memoised keys of longitudinal
+    attributes, each costing its ε∞ once; ``epsilon`` the sum of it all.
     """
 
     reports: int
     charged: int
     epsilon: float
+    values: int = 0
 
 
 class Ledger:
@@ -183,7 +164,7 @@ class Ledger:
     def _initialise(self) -> bytes:
         with self._write() as db:
             # one statement at a time: executescript would commit the open transaction
-            for statement in filter(str.strip, _SCHEMA.split(";")):
+            for statement in filter(str.strip, SCHEMA.split(";")):
                 db.execute(statement)
             db.execute(
                 "INSERT OR IGNORE INTO ledger_meta (key, value)"
@@ -209,6 +190,17 @@ class Ledger:
         message = config_hash.encode("ascii") + b"\n" + canonical_record
         return hmac.new(self._secret, message, hashlib.sha256).digest()
 
+    def permanent_secret(self, config_hash: str) -> bytes:
+        """The device's secret for a collection's longitudinal attributes: their permanent
+        randomization is derived from it (:mod:`ldp_shared.mechanisms.longitudinal`), so
+        it is the same on every run (HMAC-SHA256 of the config hash, per-ledger key)."""
+        message = b"permanent randomization\n" + config_hash.encode("ascii")
+        return hmac.new(self._secret, message, hashlib.sha256).digest()
+
+    def value_key(self, config_hash: str, attribute: str, memo_key: int) -> bytes:
+        """The keyed hash a longitudinal attribute's memoised key is charged under."""
+        return self.record_key(config_hash, f"value\n{attribute}\n{memo_key}".encode())
+
     def reserve(
         self,
         config: CollectionConfig,
@@ -216,6 +208,7 @@ class Ledger:
         *,
         record_keys: Sequence[bytes] | None = None,
         policy: DevicePolicy | None = None,
+        values: Sequence[ValueCharge] = (),
     ) -> NDArray[np.uint8]:
         """Charge the reports ``packed`` (``n × report_bytes``) before they can be sent.
 
@@ -224,8 +217,10 @@ class Ledger:
         :class:`~ldp_shared.errors.PrivacyPolicyError` with nothing charged); with
         ``record_keys`` (one per row, memoised collections), replace each row whose
         record was reported before by its first report and remember the others; append
-        the spending row (ε charged only for rows perturbed afresh). Returns the rows to
-        send.
+        the spending row (ε charged only for rows perturbed afresh, at the ε of the
+        attributes that are not longitudinal); charge ε∞ for each key of ``values`` met
+        for the first time; check ``policy``'s limit on the ε of the collection. Returns
+        the rows to send.
         """
         rows = np.array(packed, dtype=np.uint8, copy=True)
         n = rows.shape[0]
@@ -238,6 +233,13 @@ class Ledger:
                 made = self._reports_made(db, config.config_hash)
                 policy.check_report_count(config, made, n)
             charged = n if record_keys is None else self._memoise(db, config, rows, record_keys)
+            per_report = config.privacy.charged_per_report.epsilon
+            new_values = unseen_values(db, config.config_hash, values)
+            if policy is not None:
+                cost = charged * per_report + sum(eps for _, _, eps in new_values)
+                spent = epsilon_spent(db, config.config_hash)
+                policy.check_collection_epsilon(config, spent, cost)
+            record_values(db, config, new_values)
             db.execute(
                 "INSERT INTO spending (collection, config_hash, reports, charged,"
                 " epsilon_per_record, epsilon, made_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -246,8 +248,8 @@ class Ledger:
                     config.config_hash,
                     n,
                     charged,
-                    config.epsilon,
-                    charged * config.epsilon,
+                    per_report,
+                    charged * per_report,
                     _now(),
                 ),
             )
@@ -322,20 +324,25 @@ class Ledger:
     def spending(self, collection: str | None = None) -> Spending:
         """What was charged for the collection named ``collection`` (all of them: ``None``).
 
-        Summed over every config hash the name had, and over its training jobs (one
-        charged report each); the device's total when ``None``.
+        Summed over every config hash the name had, over its training jobs (one charged
+        report each) and its longitudinal attributes' distinct keys (ε∞ each); the
+        device's total when ``None``.
         """
         where, params = ("", ()) if collection is None else (" WHERE collection = ?", (collection,))
         reports_query = "SELECT COALESCE(SUM(reports), 0), COALESCE(SUM(charged), 0),"
         reports_query += " COALESCE(SUM(epsilon), 0.0) FROM spending" + where
-        jobs_query = "SELECT COUNT(*), COALESCE(SUM(epsilon), 0.0) FROM participations" + where
+        count = "SELECT COUNT(*), COALESCE(SUM(epsilon), 0.0) FROM {}" + where
         with self._lock:
             reports, charged, epsilon = self._db.execute(reports_query, params).fetchone()
-            jobs, jobs_epsilon = self._db.execute(jobs_query, params).fetchone()
+            jobs, jobs_epsilon = self._db.execute(count.format("participations"), params).fetchone()
+            values, values_epsilon = self._db.execute(
+                count.format("distinct_values"), params
+            ).fetchone()
         return Spending(
             reports=int(reports) + int(jobs),
             charged=int(charged) + int(jobs),
-            epsilon=float(epsilon) + float(jobs_epsilon),
+            epsilon=float(epsilon) + float(jobs_epsilon) + float(values_epsilon),
+            values=int(values),
         )
 
     def memoised(self, config_hash: str) -> int:

@@ -54,12 +54,18 @@ class DevicePolicy:
     ``max_reports_per_collection``: the most reports this device makes for one
     collection (one config hash), memoised repeats included; ``None`` for no limit.
     Counting across runs needs a ledger, so a client refuses this limit without one.
+
+    ``max_epsilon_per_collection``: the most ε one collection (one config hash) may cost
+    this device over its life, as its ledger charges it: ε per fresh report, ε∞ once per
+    distinct value of a longitudinal attribute (``docs/longitudinal.md``), nothing for
+    memoised repeats. ``None`` for no limit; it too needs a ledger.
     """
 
     max_epsilon_per_record: float = DEFAULT_MAX_EPSILON_PER_RECORD
     allowed_mechanisms: Collection[str] | None = None
     max_delta_per_record: float = DEFAULT_MAX_DELTA_PER_RECORD
     max_reports_per_collection: int | None = None
+    max_epsilon_per_collection: float | None = None
 
     def __post_init__(self) -> None:
         epsilon = self.max_epsilon_per_record
@@ -92,6 +98,16 @@ class DevicePolicy:
             raise ConfigurationError(
                 f"max_reports_per_collection must be an integer >= 0 or None, got {limit!r}"
             )
+        lifetime = self.max_epsilon_per_collection
+        if lifetime is not None:
+            if isinstance(lifetime, bool) or not isinstance(lifetime, int | float):
+                lifetime = math.nan
+            if math.isnan(lifetime) or lifetime <= 0:
+                raise ConfigurationError(
+                    "max_epsilon_per_collection must be a number > 0 or None,"
+                    f" got {self.max_epsilon_per_collection!r}"
+                )
+            object.__setattr__(self, "max_epsilon_per_collection", float(lifetime))
 
     def check_collection(self, config: CollectionConfig) -> None:
         """Refuse (:class:`PrivacyPolicyError`) a collection this policy does not allow."""
@@ -105,6 +121,16 @@ class DevicePolicy:
                 f"collection {config.name!r} spends δ = {config.delta:.3g} per record, over this"
                 f" device's limit of {self.max_delta_per_record:g}"
                 " (DevicePolicy.max_delta_per_record)"
+            )
+        first = first_report_cost(config)
+        if self.max_epsilon_per_collection is not None and _over(
+            first, self.max_epsilon_per_collection
+        ):
+            raise PrivacyPolicyError(
+                f"collection {config.name!r}: its first report costs this device ε = {first:.4g}"
+                f" (ε∞ of each longitudinal attribute included), over its limit of"
+                f" {self.max_epsilon_per_collection:g} per collection"
+                " (DevicePolicy.max_epsilon_per_collection)"
             )
         if self.allowed_mechanisms is not None:
             refused = sorted(
@@ -124,6 +150,30 @@ class DevicePolicy:
                 f"collection {config.name!r}: this device has made {made} of at most {limit}"
                 f" reports allowed by its policy; {more} more would pass the limit"
             )
+
+    def check_collection_epsilon(self, config: CollectionConfig, spent: float, more: float) -> None:
+        """Refuse reports that would charge ``more`` ε to a collection that has cost
+        ``spent`` already, past :attr:`max_epsilon_per_collection`."""
+        limit = self.max_epsilon_per_collection
+        if limit is not None and more > 0 and _over(spent + more, limit):
+            raise PrivacyPolicyError(
+                f"collection {config.name!r} has cost this device ε = {spent:.4g}; these"
+                f" reports would charge {more:.4g} more, past its limit of {limit:g} per"
+                " collection (DevicePolicy.max_epsilon_per_collection)"
+            )
+
+
+def first_report_cost(config: CollectionConfig) -> float:
+    """What a ledger charges a collection's first report: its ε per report without the
+    longitudinal attributes, plus each longitudinal attribute's ε∞."""
+    privacy = config.privacy
+    permanent = sum(e.permanent or 0.0 for e in privacy.longitudinal)
+    return privacy.charged_per_report.epsilon + permanent
+
+
+def _over(epsilon: float, limit: float) -> bool:
+    """Above ``limit`` by more than rounding (an ε asked to equal it passes)."""
+    return epsilon > limit and not math.isclose(epsilon, limit, rel_tol=1e-9)
 
 
 def _epsilon_refusal(config: CollectionConfig, limit: float) -> str:

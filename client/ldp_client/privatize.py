@@ -5,6 +5,11 @@ comes out: a fresh random id, the hash of the config it was made for, and the pa
 perturbed bits (base64). The raw values are encoded and perturbed inside
 :class:`ldp_shared.codec.Privatizer` and never stored, logged or returned.
 
+The random source defaults to the process's secure generator
+(:func:`ldp_shared.rand.shared_secure_rng`). One record of a GRR/unary-encoding
+collection goes through :mod:`ldp_client.one_record`; batches are perturbed vectorised
+and become reports without per-record validation (:mod:`ldp_client.reports`).
+
 Records are validated before anything is perturbed: a value outside its domain, a
 missing or unknown attribute raises :class:`~ldp_shared.errors.InvalidRecordError` and
 no report is produced for any record of the call.
@@ -22,16 +27,20 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ldp_client.one_record import record_path
+from ldp_client.reports import build_reports, encode_rows, one_report, report_ids
 from ldp_shared.codec import Columns, Privatizer, Record
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidRecordError, InvalidReportError
-from ldp_shared.wire import Report, encode_bits, new_report_id
+from ldp_shared.rand import resolve_rng
+from ldp_shared.wire import Report
 
 __all__ = [
     "check_records",
     "privatize",
     "privatize_columns",
     "privatize_many",
+    "privatize_packed",
     "reports_from_packed",
 ]
 
@@ -41,12 +50,25 @@ def privatize(
 ) -> Report:
     """The perturbed report of one record.
 
-    ``rng`` defaults to a fresh cryptographically strong generator
-    (:func:`ldp_shared.rand.secure_rng`); pass a seeded one only in tests and simulations.
+    ``rng`` defaults to the process's cryptographically strong generator
+    (:func:`ldp_shared.rand.shared_secure_rng`); pass a seeded one only in tests and
+    simulations.
     """
-    if not isinstance(record, Mapping):
+    return one_report(config.config_hash, privatize_packed(config, record, rng))
+
+
+def privatize_packed(
+    config: CollectionConfig, record: Record, rng: np.random.Generator | None = None
+) -> bytes:
+    """The packed perturbed bytes of one record (what a report's ``bits`` encode)."""
+    if type(record) is not dict and not isinstance(record, Mapping):
         raise InvalidRecordError("a record must be a mapping of attribute name to value")
-    return privatize_many(config, [record], rng)[0]
+    gen = resolve_rng(rng)
+    path = record_path(config)
+    packed = None if path is None else path.packed(record, gen)
+    if packed is None:
+        packed = Privatizer(config).privatize_many(check_records([record]), gen)[0].tobytes()
+    return packed
 
 
 def privatize_many(
@@ -88,7 +110,4 @@ def reports_from_packed(config: CollectionConfig, packed: NDArray[Any]) -> list[
             f"packed reports must be an n × {config.report_bytes} byte matrix,"
             f" got shape {matrix.shape}"
         )
-    return [
-        Report(id=new_report_id(), config_hash=config.config_hash, bits=encode_bits(row.tobytes()))
-        for row in matrix
-    ]
+    return build_reports(report_ids(len(matrix)), config.config_hash, encode_rows(matrix))

@@ -21,6 +21,14 @@ One record makes one report, so a record's ε is the report's. A device that sen
 ``r`` reports to a collection spends ``r`` times it, unless it replays a memoised report
 (the SDK's ledger keeps that count).
 
+**Longitudinal attributes** (L-GRR, dBitFlipPM: :mod:`ldp_shared.mechanisms.longitudinal`)
+have a second number, ε∞ (:attr:`AttributeAccount.permanent`): the ε of all of a
+device's reports about one memoised key (a value for L-GRR, a bucket vector for
+dBitFlipPM), however many. Their ε of one report still enters the report's ε above;
+what a device's ledger charges is :attr:`PrivacyAccount.charged_per_report` for every
+fresh report (the other attributes' ε) plus ε∞ once per distinct key of each
+longitudinal attribute (``docs/longitudinal.md``).
+
 Every exact ε must be finite and positive: an infinite ε means some answer is impossible
 under some value (floating point rounded a probability to 0 or 1), and ε = 0 means the
 answers do not depend on the value at all, so nothing could be estimated. Nor may it
@@ -35,6 +43,7 @@ from dataclasses import dataclass
 
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.mechanisms.base import EPSILON_SLACK, AttributeSpec, Randomizer
+from ldp_shared.mechanisms.longitudinal import LongitudinalRandomizer
 from ldp_shared.schema import CollectionSpec
 
 
@@ -60,6 +69,14 @@ class AttributeAccount:
     def privacy(self) -> Privacy:
         return Privacy(self.randomizer.exact_epsilon, self.randomizer.delta)
 
+    @property
+    def permanent(self) -> float | None:
+        """ε∞ per distinct memoised key of a longitudinal attribute; ``None`` otherwise."""
+        randomizer = self.randomizer
+        if isinstance(randomizer, LongitudinalRandomizer):
+            return randomizer.permanent_epsilon
+        return None
+
 
 @dataclass(frozen=True)
 class PrivacyAccount:
@@ -74,6 +91,23 @@ class PrivacyAccount:
     def record(self) -> Privacy:
         """One record makes one report."""
         return self.report
+
+    @property
+    def longitudinal(self) -> tuple[AttributeAccount, ...]:
+        """The attributes whose permanent randomization a device memoises."""
+        return tuple(e for e in self.attributes if e.permanent is not None)
+
+    @property
+    def charged_per_report(self) -> Privacy:
+        """What a ledger charges every fresh report: the report's privacy composed over
+        the attributes that are not longitudinal (those are charged ε∞ per distinct key
+        instead). The report's own privacy when there is no longitudinal attribute."""
+        if not self.longitudinal:
+            return self.report
+        rest = [e for e in self.attributes if e.permanent is None]
+        return _compose(
+            [e.privacy for e in rest if not e.sampled], [e.privacy for e in rest if e.sampled]
+        )
 
     def attribute(self, name: str) -> Privacy:
         """The privacy an estimate of attribute ``name`` (or of the label) rests on."""
@@ -148,6 +182,8 @@ def account(spec: CollectionSpec) -> PrivacyAccount:
                 randomizer=attribute.randomizer(allotted, classes),
             )
             _check_exact(attribute, entry.privacy, allotted)
+            if entry.permanent is not None:
+                _check_exact(attribute, Privacy(entry.permanent), None)
         except ConfigurationError as error:
             if error.detail.startswith(f"attribute {attribute.name!r}"):
                 raise

@@ -35,6 +35,7 @@ from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InvalidRecordError, InvalidReportError
 from ldp_shared.mechanisms.base import Randomizer
 from ldp_shared.mechanisms.categorical import domain_indices, pack_rows, read_index
+from ldp_shared.mechanisms.longitudinal import LongitudinalRandomizer, attribute_key
 from ldp_shared.rand import resolve_rng
 
 __all__ = [
@@ -123,9 +124,19 @@ def encode_columns(config: CollectionConfig, columns: Columns) -> list[NDArray[A
 
 @dataclass(frozen=True)
 class Privatizer:
-    """Turns raw records into packed perturbed reports for one collection (pure, no I/O)."""
+    """Turns raw records into packed perturbed reports for one collection (pure, no I/O).
+
+    ``secret``: the device's secret for the collection (its ledger keeps it), from which
+    longitudinal attributes derive their memoised permanent randomization
+    (:mod:`ldp_shared.mechanisms.longitudinal`); ``None``: every record is a fresh
+    device's (simulations).
+    """
 
     config: CollectionConfig
+    secret: bytes | None = None
+
+    def _key(self, attribute: AttributeConfig) -> bytes | None:
+        return None if self.secret is None else attribute_key(self.secret, attribute.name)
 
     def privatize_columns(
         self, columns: Columns, rng: np.random.Generator | None = None, chunk: int = DEFAULT_CHUNK
@@ -149,12 +160,14 @@ class Privatizer:
                     attribute.byte_offset, attribute.byte_offset + attribute.byte_length
                 )
                 if attribute.sample_index is None:
-                    out[start:stop, segment] = _perturb_segment(randomizer, values[start:stop], gen)
+                    out[start:stop, segment] = _perturb_segment(
+                        randomizer, values[start:stop], gen, self._key(attribute)
+                    )
                     continue
                 assert chosen is not None
                 rows = np.flatnonzero(chosen == attribute.sample_index)
                 out[start + rows, segment] = _perturb_segment(
-                    randomizer, values[start:stop][rows], gen
+                    randomizer, values[start:stop][rows], gen, self._key(attribute)
                 )
         return out
 
@@ -189,9 +202,14 @@ def _write_selectors(
 
 
 def _perturb_segment(
-    randomizer: Randomizer, values: NDArray[Any], rng: np.random.Generator
+    randomizer: Randomizer,
+    values: NDArray[Any],
+    rng: np.random.Generator,
+    key: bytes | None = None,
 ) -> NDArray[np.uint8]:
-    return randomizer.pack(randomizer.perturb(values, rng))
+    if key is not None and isinstance(randomizer, LongitudinalRandomizer):
+        return randomizer.pack(randomizer.perturb_memoised(values, key, rng))
+    return randomizer.perturb_packed(values, rng)
 
 
 @dataclass(frozen=True)

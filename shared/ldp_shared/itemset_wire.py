@@ -19,6 +19,7 @@ from ldp_shared.collection import AttributeConfig
 from ldp_shared.errors import InvalidQueryError, NotFoundError
 from ldp_shared.kernel import z_value
 from ldp_shared.mechanisms import Mask
+from ldp_shared.request_model import RequestModel
 from ldp_shared.wire import checked_range
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9_-]{16,32}$"
@@ -52,11 +53,13 @@ class _Wire(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class ItemsetQuery(_Wire):
+class ItemsetQuery(RequestModel):
     """What to mine. Ranges are checked by the aggregator (422 ``invalid-query``)."""
 
     attribute: str | None = Field(
-        default=None, description="the MASK attribute; may be left out if there is only one"
+        default=None,
+        min_length=1,
+        description="the MASK attribute; may be left out if there is only one",
     )
     min_support: float = Field(
         description="minimum support, in (0, 1]", json_schema_extra=checked_range(gt=0, le=1)
@@ -136,6 +139,13 @@ class RuleEstimate(_Wire):
     lift_stderr: float
     lift_ci_low: float
     lift_ci_high: float
+    informative: bool = Field(
+        default=True,
+        description=(
+            "false when the confidence interval (clipped to [0, 1]) is 0.5 wide or wider:"
+            " the rule says little, and such rules are listed last"
+        ),
+    )
 
 
 class LevelInfo(_Wire):
@@ -209,7 +219,9 @@ class ItemsetResult(_Wire):
     confidence: float
     itemsets: list[ItemsetEstimate] = Field(description="by length, then by items")
     by_length: dict[str, int]
-    rules: list[RuleEstimate] = Field(description="strongest first, at most max_rules")
+    rules: list[RuleEstimate] = Field(
+        description="informative rules first, each group strongest first; at most max_rules"
+    )
     rules_total: int = Field(description="rules above min_confidence before the max_rules cut")
     privacy: MaskPrivacy = Field(
         description="MASK's privacy at the estimated average item support of the catalogue"

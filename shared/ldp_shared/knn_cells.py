@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from ldp_shared.errors import InvalidRecordError
 from ldp_shared.identifiers import AttributeName, DomainValue
 from ldp_shared.kernel import FloatArray
 from ldp_shared.knn_space import Feature, FeatureSpace, categorical, numeric
+from ldp_shared.request_model import RequestModel
 
 if TYPE_CHECKING:
     from ldp_shared.schema import CollectionSpec
@@ -36,10 +37,8 @@ MAX_BITS = 12
 """``2^b`` cells per table: at most 4,096."""
 
 
-class KnnFeature(BaseModel):
+class KnnFeature(RequestModel):
     """A numeric feature (``lo``, ``hi``) or a categorical one (``domain``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: AttributeName
     lo: float | None = None
@@ -66,10 +65,8 @@ class KnnFeature(BaseModel):
             raise ValueError(str(error)) from None
 
 
-class KnnCells(BaseModel):
+class KnnCells(RequestModel):
     """The public configuration of a kNN collection's cells."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     features: list[KnnFeature] = Field(min_length=1, max_length=256)
     tables: int = Field(default=4, ge=1, le=64)

@@ -119,6 +119,8 @@ class FeatureSpace:
     def _rows(self, values: Any, error: type[LDPError]) -> FloatArray:
         try:
             x = np.asarray(values, dtype=np.float64)
+        except OverflowError:
+            raise error("a coordinate is out of range: numbers must lie within ±1.8e308") from None
         except (TypeError, ValueError) as exc:
             raise error("points must be rows of numbers") from exc
         if x.ndim == 1 and x.size == self.dimension:
@@ -130,7 +132,7 @@ class FeatureSpace:
             )
         if not np.isfinite(x).all():
             row = int(np.argwhere(~np.isfinite(x))[0, 0])
-            raise error(f"point {row} has a NaN or infinite coordinate")
+            raise error(f"point {row} has a coordinate that is NaN, infinite or beyond ±1.8e308")
         cat = self.is_categorical
         if cat.any():
             c = x[:, cat]
@@ -161,7 +163,8 @@ class FeatureSpace:
             row, col = (int(i) for i in np.argwhere(outside)[0])
             f = self.features[col]
             raise InvalidQueryError(
-                f"point {row}: {f.name} = {x[row, col]!r} lies outside [{f.lo!r}, {f.hi!r}]"
+                f"point {row}: {f.name} = {float(x[row, col]):g} lies outside"
+                f" [{float(f.lo):g}, {float(f.hi):g}]"
             )
         return self._scale(x)
 

@@ -8,18 +8,44 @@ and their standard errors (:mod:`ldp_shared.analyses.knn.cells`).
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from ldp_shared.errors import InvalidQueryError
+from ldp_shared.request_model import RequestModel
+from ldp_shared.wire import checked_range
+
 MAX_QUERY_POINTS = 10_000
+MAX_NEIGHBOURS = 1_000_000_000
+"""The largest ``k``: a neighbourhood of more reports than a collection holds is all of
+them, so a larger ``k`` says nothing more (and ``10³⁰`` is a mistake, refused)."""
 
 
-class KnnQuery(BaseModel):
+class KnnQuery(RequestModel):
     """Points to classify and the neighbourhood size."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    points: list[Annotated[list[float], Field(min_length=1)]] = Field(
+        min_length=1,
+        max_length=MAX_QUERY_POINTS,
+        description="rows of raw feature values, one per point, in the collection's order",
+    )
+    k: int = Field(
+        default=25,
+        description="neighbours (a ball holds at least k reporters)",
+        json_schema_extra=checked_range(ge=1, le=MAX_NEIGHBOURS),
+    )
 
-    points: list[list[float]] = Field(min_length=1, max_length=MAX_QUERY_POINTS)
-    k: int = Field(default=25, description="neighbours (a ball holds at least k reporters)")
+    def check_k(self) -> int:
+        """``k``; :class:`InvalidQueryError` outside 1 … :data:`MAX_NEIGHBOURS`."""
+        if not 1 <= self.k <= MAX_NEIGHBOURS:
+            big = abs(self.k) >= 10**40  # shown by its size, not its digits
+            shown = f"an integer near 2^{self.k.bit_length()}" if big else f"{self.k:,}"
+            raise InvalidQueryError(
+                f"k must be a whole number from 1 to {MAX_NEIGHBOURS:,} (neighbours: a"
+                f" neighbourhood of all the reports needs no more), got {shown}"
+            )
+        return self.k
 
 
 class KnnPrediction(BaseModel):

@@ -12,6 +12,8 @@ from datetime import date
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ldp_shared.request_model import RequestModel
+
 
 class CollectionStatus(BaseModel):
     """Whether a collection takes new reports, and how many it holds."""
@@ -31,10 +33,8 @@ class CollectionStatus(BaseModel):
 MAX_RETENTION_DAYS = 36_500
 
 
-class Retention(BaseModel):
+class Retention(RequestModel):
     """``PUT /v1/collections/{name}/retention``: how long reports keep their bits."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     days: int | None = Field(
         ge=1,

@@ -16,6 +16,8 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ldp_shared.request_model import RequestModel
+
 
 class _Wire(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -43,7 +45,7 @@ billion reports). Past that bound α only brings the sums Σ_v Ñ(v, c) closer t
 (near 1.8e308, where the logarithms become infinite and the model cannot be stored)."""
 
 
-class NaiveBayesTrainRequest(_Wire):
+class NaiveBayesTrainRequest(RequestModel):
     """What an analyst may choose when training (all optional)."""
 
     alpha: float = Field(
@@ -144,7 +146,7 @@ class NaiveBayesModel(_Wire):
     smoothing: NaiveBayesSmoothing
 
 
-class NaiveBayesPredictRequest(_Wire):
+class NaiveBayesPredictRequest(RequestModel):
     """Records to classify: the analyst's own queries, in the clear, never stored."""
 
     records: list[dict[str, str]] = Field(min_length=1, max_length=MAX_PREDICT_RECORDS)

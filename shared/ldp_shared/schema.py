@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
+from pydantic import Field, SerializeAsAny, model_validator
 
 import ldp_shared.mechanisms  # noqa: F401  (registers the built-in mechanisms)
 from ldp_shared.identifiers import (
@@ -30,6 +30,8 @@ from ldp_shared.identifiers import (
 )
 from ldp_shared.knn_cells import KnnCells
 from ldp_shared.mechanisms.base import AttributeSpec
+from ldp_shared.periods import PeriodName
+from ldp_shared.request_model import RequestModel
 from ldp_shared.wire import checked_range
 
 __all__ = [
@@ -57,8 +59,8 @@ The arithmetic lives in :mod:`ldp_shared.accountant`.
 """
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class _Frozen(RequestModel):
+    """A part of the spec: a request model (strict types, no unknown member)."""
 
 
 class ReleasePolicy(_Frozen):
@@ -97,6 +99,16 @@ class CollectionSpec(_Frozen):
         default=None,
         exclude_if=lambda value: value is None,
         description="the features and public hyperplanes of a kNN collection (knn_cells.py)",
+    )
+
+    # Left out when "day" (the default), so specs written before periods keep their hash.
+    period: PeriodName = Field(
+        default="day",
+        exclude_if=lambda value: value == "day",
+        description=(
+            "the UTC time slot (hour, day or ISO week) in whose statistics the aggregator"
+            " counts each report it accepts; windows and trends are made of these"
+        ),
     )
 
     @property

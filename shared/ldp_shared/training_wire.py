@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ldp_shared.itemset_wire import JobError, JobStatus
 from ldp_shared.learning.layout import FeatureLayout
+from ldp_shared.request_model import RequestModel
 
 Role = Literal["gradient", "loss"]
 Decay = Literal["constant", "inverse-sqrt"]
@@ -39,7 +40,7 @@ class _Wire(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
 
 
-class TrainingSpec(_Wire):
+class TrainingSpec(RequestModel):
     """What an analyst fixes before the first round.
 
     Either ``devices`` (how many devices are expected to take part: the plan's round size,
@@ -47,6 +48,8 @@ class TrainingSpec(_Wire):
     ``docs/logistic-regression.md``) or both ``round_size`` and ``rounds``. Whatever is
     left out is planned; the job stores and shows the complete spec.
     """
+
+    model_config = ConfigDict(ser_json_inf_nan="constants")  # as _Wire's
 
     layout: FeatureLayout
     mechanism: str = Field(
@@ -194,7 +197,7 @@ class Participation(_Wire):
     expires_unix: int = Field(description="the place is kept for others after this time")
 
 
-class ParticipationReport(_Wire):
+class ParticipationReport(RequestModel):
     """A device's one report for its participation: the mechanism's bytes, base64."""
 
     report: str = Field(max_length=1_000_000, description="the perturbed report, base64")

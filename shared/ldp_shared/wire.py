@@ -30,6 +30,7 @@ from ldp_shared.naive_bayes_wire import (
     NaiveBayesSmoothing,
     NaiveBayesTrainRequest,
 )
+from ldp_shared.request_model import RequestModel
 
 # The naive Bayes types are defined in ldp_shared.naive_bayes_wire and re-exported here.
 __all__ = [
@@ -125,7 +126,7 @@ class _Wire(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Report(_Wire):
+class Report(RequestModel):
     """One perturbed record.
 
     The members' types are the request's shape (a batch with a report of another shape
@@ -138,7 +139,7 @@ class Report(_Wire):
     bits: str = Field(description="packed perturbed bits, canonical base64 with padding")
 
 
-class ReportBatch(_Wire):
+class ReportBatch(RequestModel):
     reports: list[Report] = Field(min_length=1, max_length=MAX_BATCH)
 
 
@@ -158,6 +159,15 @@ class BatchResult(_Wire):
     outcomes: list[ReportOutcome]
 
 
+class PeriodWindow(_Wire):
+    """The periods an estimate rests on: ``first`` … ``last``, both included."""
+
+    period: Literal["hour", "day", "week"]
+    first: str = Field(description="the first period, ISO 8601 (2026-11-26, 2026-W48, …T13Z)")
+    last: str = Field(description="the last period, ISO 8601")
+    periods: int = Field(description="how many periods the window spans")
+
+
 class _AttributeRelease(_Wire):
     """What every released estimate of one attribute states first."""
 
@@ -168,6 +178,11 @@ class _AttributeRelease(_Wire):
     epsilon: float = Field(description="exact ε spent on this attribute per record")
     record_epsilon: float = Field(description="exact ε of a whole record")
     confidence: float
+    window: PeriodWindow | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="the periods whose reports the estimate rests on (absent: all of them)",
+    )
 
 
 class IBUStatus(_Wire):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -84,6 +85,22 @@ def parse_records(texts: Sequence[str]) -> list[GivenRecord]:
     return records
 
 
+_BATCH_INDEX = re.compile(r"^record \d+\b")
+
+
+def name_record(where: str, detail: str) -> str:
+    """The SDK's message about one record, named as the command counts records.
+
+    The SDK privatizes the record alone, so a message that names it by its index in
+    that batch ("record 0: missing attributes ...") gets ``where`` in place of that
+    index, not a second number ("record 1: record 0: ..."); any other message is
+    prefixed with ``where``.
+    """
+    if _BATCH_INDEX.match(detail):
+        return _BATCH_INDEX.sub(where, detail, count=1)
+    return f"{where}: {detail}"
+
+
 def run_report(args: argparse.Namespace) -> int:
     """Print the perturbed reports of the given records as one upload body."""
     from ldp_client import LDPClient
@@ -95,6 +112,6 @@ def run_report(args: argparse.Namespace) -> int:
             try:
                 reports.append(client.privatize(args.collection, given.record))
             except InvalidRecordError as error:
-                raise InvalidRecordError(f"{given.where}: {error.detail}") from None
+                raise InvalidRecordError(name_record(given.where, error.detail)) from None
     print(ReportBatch(reports=reports).model_dump_json())
     return 0

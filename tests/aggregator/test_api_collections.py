@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -107,6 +108,30 @@ def test_a_bad_spec_is_an_invalid_configuration_and_creates_nothing(
         assert body["errors"] and all({"loc", "msg"} == set(e) for e in body["errors"])
     # pydantic's "Value error, " before a validator's own message is not for the reader
     assert "error, " not in body["detail"] and "Assertion failed" not in body["detail"]
+    assert names(client) == []
+
+
+NUMERIC = {"name": "x", "lo": 0, "hi": 1}
+
+
+@pytest.mark.parametrize(
+    ("attribute", "epsilon", "said"),
+    [
+        ({**NUMERIC, "mechanism": "gaussian", "delta": 1e-5}, 1e308, "ε = 1e+308 is too large"),
+        ({**NUMERIC, "mechanism": "piecewise"}, 5_000.0, "piecewise takes ε up to 76.24"),
+        ({**NUMERIC, "mechanism": "laplace"}, 1e-300, "ε = 1e-300 leaves no window"),
+        ({**NUMERIC, "mechanism": "piecewise"}, 1e-20, "ε = 1e-20 is too small"),
+    ],
+)
+def test_an_epsilon_a_mechanism_cannot_take_is_refused_at_once(
+    client: TestClient, attribute: dict[str, Any], epsilon: float, said: str
+) -> None:
+    spec = {"name": "n", "epsilon": epsilon, "attributes": [attribute]}
+    started = time.perf_counter()
+    response = client.post("/v1/collections", json=spec, headers=ADMIN)
+    assert time.perf_counter() - started < 2.0  # gaussian once calibrated 7.6 s, then took it
+    assert response.status_code == 422 and slug(response) == "invalid-configuration"
+    assert said in response.json()["detail"] and "math" not in response.json()["detail"]
     assert names(client) == []
 
 

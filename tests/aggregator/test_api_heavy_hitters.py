@@ -256,6 +256,7 @@ def test_a_report_is_stored_as_its_four_bytes_and_nothing_else(filled: Filled) -
         "collection_id",
         "report_id",
         "received_day",
+        "period_start",
         "bits",
     }
 

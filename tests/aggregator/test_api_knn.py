@@ -2,9 +2,9 @@
 
 Covers: a kNN collection created over the API (its 'knn' section published in the
 config), classification of points with scores and standard errors; the problems for a
-point of the wrong dimension, with NaN, outside the bounds or with a bad category,
-``k <= 0``, a collection below its release minimum, a collection that is not a kNN one,
-no token, an unknown collection.
+point of the wrong dimension, with NaN, outside the bounds (plain numbers, the point
+named) or with a bad category, ``k`` outside 1 … 10⁹, a collection below its release
+minimum, a collection that is not a kNN one, no token, an unknown collection.
 """
 
 from __future__ import annotations
@@ -81,10 +81,11 @@ def test_classifies_with_scores_and_standard_errors(
         ([[150]], 5, "2 coordinates"),
         ([[150, 0, 1]], 5, "2 coordinates"),
         ([[150, 0], [160]], 5, "rows of numbers"),
-        ([[250, 0]], 5, "outside [100.0, 220.0]"),
+        ([[150, 0], [400, 0]], 5, "point 1: height = 400 lies outside [100, 220]"),
         ([[150, 3]], 5, "value indices"),
-        ([[150, 0]], 0, "k must be a positive integer"),
-        ([[150, 0]], -3, "k must be a positive integer"),
+        ([[150, 0]], 0, "k must be a whole number from 1 to 1,000,000,000"),
+        ([[150, 0]], -3, "k must be a whole number from 1 to 1,000,000,000"),
+        ([[150, 0]], 10**30, "got 1,000,000,000,000,000,000,000,000,000,000"),
     ],
 )
 def test_bad_queries_are_problems(
@@ -100,6 +101,13 @@ def test_nan_and_malformed_bodies_are_problems(
     headers = {**ANALYST, "Content-Type": "application/json"}
     nan = client.post(URL, content=b'{"points": [[NaN, 0]], "k": 5}', headers=headers)
     assert "NaN" in problem(nan, 422, "invalid-query")
+    huge = client.post(URL, content=b'{"points": [[150, 0], [1e400, 0]]}', headers=headers)
+    assert "point 1 has a coordinate that is NaN, infinite or beyond" in problem(
+        huge, 422, "invalid-query"
+    )
+    problem(
+        client.post(URL, json={"points": [[]], "k": 5}, headers=ANALYST), 422, "invalid-request"
+    )
     problem(client.post(URL, json={"points": [], "k": 5}, headers=ANALYST), 422, "invalid-request")
     problem(client.post(URL, json={"points": [["a", 0]]}, headers=ANALYST), 422, "invalid-request")
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from sqlalchemy import Engine, func, select, update
-from tests.aggregator.conftest import ADMIN, ANALYST, TestClient, spec_payload
+from tests.aggregator.conftest import ADMIN, ANALYST, TestClient, problem, spec_payload
 from tests.aggregator.training_helpers import (
     LAYOUT,
     answer,
@@ -250,6 +250,28 @@ def test_a_bad_spec_is_refused_and_nothing_stored(
     response = train.post(jobs_path(), content=body, headers=headers)
     assert response.status_code == 422, response.text
     assert response.headers["content-type"].startswith("application/problem+json")
+    assert rows(engine, jobs) == 0
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "epsilon", "limit"),
+    [
+        ("sampled-piecewise", 5_000.0, "sampled-piecewise on 6 coordinates takes ε up to 457.44"),
+        ("sampled-hybrid", 1e308, "sampled-hybrid on 6 coordinates takes ε up to 457.44"),
+        ("l1-laplace", 1e308, "l1-laplace takes ε from 0.0019 to 16.75"),
+        ("sampled-piecewise", 700.0, "sampled-piecewise on 6 coordinates takes ε up to 457.44"),
+        ("sampled-piecewise", 100.0, "the loss mechanism (loss_share > 0) takes ε up to 76.24"),
+    ],
+)
+def test_a_job_at_too_large_an_epsilon_is_refused_by_the_rule(
+    train: TestClient, engine: Engine, mechanism: str, epsilon: float, limit: str
+) -> None:
+    body = spec(mechanism=mechanism, epsilon=epsilon)
+    detail = problem(
+        train.post(jobs_path(), json=body, headers=ANALYST), 422, "invalid-configuration"
+    )
+    assert detail.startswith(f"ε = {epsilon:g} is too large: {limit};"), detail
+    assert "116.6" not in detail and "residual" not in detail  # what was asked, not ε/k
     assert rows(engine, jobs) == 0
 
 

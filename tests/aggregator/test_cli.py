@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import socket
 import sys
 from pathlib import Path
 
@@ -166,10 +167,84 @@ def test_serve_warns_about_a_short_token_without_showing_it(
     monkeypatch.setattr(uvicorn, "run", lambda app, **_options: served.append(app))
     monkeypatch.setenv("LDPCOLLECT_ADMIN_TOKEN", "k9#Q")
     monkeypatch.setenv("LDPCOLLECT_ANALYST_TOKEN", "an-analyst-token-long-enough")
+    args = ["serve", "--port", str(_free_port()), "--database-url", f"sqlite:///{tmp_path}/s.db"]
     with caplog.at_level(logging.WARNING, logger="ldp_aggregator"):
-        assert main(["serve", "--database-url", f"sqlite:///{tmp_path}/s.db"]) == 0
+        assert main(args) == 0
     assert len(served) == 1  # it warns, then serves
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1, warnings
     assert "LDPCOLLECT_ADMIN_TOKEN is only 4 characters long" in warnings[0]
     assert "k9#Q" not in caplog.text + "".join(capsys.readouterr())
+
+
+def _free_port() -> int:
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        return int(free.getsockname()[1])
+
+
+def _serving_nothing(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    import uvicorn
+
+    served: list[object] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **_options: served.append(app))
+    return served
+
+
+@pytest.mark.parametrize("port", ["99999", "0", "-1"])
+def test_a_port_out_of_range_is_one_line_and_creates_nothing(
+    port: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    served = _serving_nothing(monkeypatch)
+    database = tmp_path / "s.db"
+    args = ["serve", "--port", port, "--database-url", f"sqlite:///{database}"]
+    assert main(args) == EXIT_ERROR
+    assert f"--port must be from 1 to 65,535, got {port}" in _one_error_line(capsys)
+    assert not database.exists() and not served
+
+
+def test_a_port_in_use_is_one_line_and_creates_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    served = _serving_nothing(monkeypatch)
+    database = tmp_path / "s.db"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = ["serve", "--port", str(port), "--database-url", f"sqlite:///{database}"]
+        assert main(args) == EXIT_ERROR
+    line = _one_error_line(capsys)
+    assert f"cannot listen on 127.0.0.1:{port}: " in line and "in use" in line
+    assert not database.exists() and not served
+
+
+def test_serve_says_where_the_dashboard_is(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    served = _serving_nothing(monkeypatch)
+    monkeypatch.setenv("LDPCOLLECT_ADMIN_TOKEN", "an-admin-token-long-enough")
+    monkeypatch.setenv("LDPCOLLECT_ANALYST_TOKEN", "an-analyst-token-long-enough")
+    port = _free_port()
+    assert main(["serve", "--port", str(port), "--database-url", f"sqlite:///{tmp_path}/s.db"]) == 0
+    assert len(served) == 1
+    url = f"http://127.0.0.1:{port}"
+    assert f"the dashboard at {url}/ui" in capsys.readouterr().err
+
+
+def test_serve_freezes_the_heap_without_a_full_collection(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A full collection before serving freed about 40 objects in 70 ms of the start-up;
+    serve freezes what the imports made without one."""
+    import gc
+
+    served = _serving_nothing(monkeypatch)
+    calls: list[str] = []
+    monkeypatch.setattr(gc, "collect", lambda *_args: calls.append("collect") or 0)
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
+    monkeypatch.setenv("LDPCOLLECT_ADMIN_TOKEN", "an-admin-token-long-enough")
+    monkeypatch.setenv("LDPCOLLECT_ANALYST_TOKEN", "an-analyst-token-long-enough")
+    args = ["serve", "--port", str(_free_port()), "--database-url", f"sqlite:///{tmp_path}/s.db"]
+    assert main(args) == 0 and len(served) == 1
+    assert calls == ["freeze"]

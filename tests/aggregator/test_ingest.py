@@ -6,7 +6,7 @@ import asyncio
 import base64
 import json
 import threading
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Any
 
 import numpy as np
@@ -83,14 +83,17 @@ def test_a_good_batch_is_stored_with_its_statistics(
     engine: Engine, survey: StoredCollection
 ) -> None:
     items = good(survey, 300)
-    result = ingest_batch(engine, survey, batch_of(items), day=date(2024, 5, 6))
+    result = ingest_batch(
+        engine, survey, batch_of(items), at=datetime(2024, 5, 6, 15, 30, tzinfo=UTC)
+    )
     assert (result.accepted, result.duplicate, result.rejected) == (300, 0, 0)
     assert [o.id for o in result.outcomes] == [r["id"] for r in items]
     assert {o.status for o in result.outcomes} == {"accepted"}
     assert snapshot(engine, "survey") == Snapshot(300, 300, expected_sums(survey, items))
     with engine.connect() as connection:
-        days = set(connection.execute(select(reports.c.received_day)).scalars())
-    assert days == {date(2024, 5, 6)}
+        stamps = set(connection.execute(select(reports.c.received_day, reports.c.period_start)))
+    day_start = int(datetime(2024, 5, 6, tzinfo=UTC).timestamp())
+    assert stamps == {(date(2024, 5, 6), day_start)}  # the day, and nothing finer
 
 
 def test_a_retried_batch_counts_once(engine: Engine, survey: StoredCollection) -> None:

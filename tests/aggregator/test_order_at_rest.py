@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from contextlib import closing
-from datetime import date
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -50,7 +50,7 @@ SEED = 20240611
 NO_ORDER = 0.15
 
 
-DAY = date(2024, 6, 11)
+ACCEPTED = datetime(2024, 6, 11, 9, 30, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -64,7 +64,7 @@ def ingest_in_order(
 ) -> Arrival:
     for items in requests:
         batch = ReportBatch.model_validate({"reports": items})
-        result = ingest_batch(writer.engine, survey, batch, day=DAY, writer=writer)
+        result = ingest_batch(writer.engine, survey, batch, at=ACCEPTED, writer=writer)
         assert result.accepted == len(items)
     return Arrival.of_requests(requests)
 
@@ -180,3 +180,30 @@ def test_the_reports_are_rewritten_periodically(db_path: Path, tmp_path: Path) -
             time.sleep(0.05)
         main, _ = read_files(db_path)
         assert reports_tree(main) == canonical(main, tmp_path)
+
+
+def test_the_files_hold_no_time_finer_than_the_period(store: Engine, db_path: Path) -> None:
+    """Reports accepted at 13:47:29 into an hourly collection: the files hold the hour's
+    start once per row (as a 4-byte big-endian integer, SQLite's encoding of it), and no
+    other second of that hour as often as a stored time would appear; no clock text."""
+    hourly = create_collection(
+        store, CollectionSpec.model_validate(spec_payload(name="hourly", period="hour"))
+    )
+    accepted = datetime(2026, 11, 26, 13, 47, 29, tzinfo=UTC)
+    writer = ReportWriter(store)
+    for items in seeded_requests(hourly.config, 6, SEED):
+        batch = ReportBatch.model_validate({"reports": items})
+        assert ingest_batch(store, hourly, batch, at=accepted, writer=writer).accepted
+    writer.close()
+    rows = snapshot(store, "hourly").rows
+    main, wal = read_files(db_path)
+    files = main + wal
+    hour = int(accepted.replace(minute=0, second=0).timestamp())
+
+    def count(second: int) -> int:
+        return files.count(second.to_bytes(4, "big"))
+
+    assert count(hour) >= rows  # the control: the reader finds what is stored
+    assert max(count(second) for second in range(hour + 1, hour + 3600)) < 3
+    for clock in (b"13:47", b"47:29", b"T13:"):
+        assert clock not in files

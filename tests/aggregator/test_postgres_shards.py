@@ -11,7 +11,6 @@ import base64
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack
-from datetime import date
 
 import numpy as np
 import pytest
@@ -35,12 +34,16 @@ from ldp_aggregator.storage.stats import (
     read_stats,
 )
 from ldp_shared.errors import CollectionClosedError
+from ldp_shared.periods import stamp
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import BatchResult, ReportBatch
 
 from .conftest import packed_reports, report_dicts, snapshot, spec_payload
 
 pytestmark = pytest.mark.skipif(not POSTGRES_URL, reason="no PostgreSQL server answers")
+
+TODAY = stamp("day")[1]
+"""The period the writers of these tests add to (every test runs within seconds)."""
 
 
 @pytest.fixture
@@ -70,11 +73,11 @@ def test_two_writers_of_one_collection_hold_different_shards_at_once(
     with pg.connect() as first, pg.connect() as second:
         first.begin()
         assert refusal_to_write(first, survey) is None
-        held = claim_shard(first, survey.id, length)
+        held = claim_shard(first, survey.id, TODAY, length)
         second.begin()
         second.execute(text("SET LOCAL lock_timeout = '2s'"))  # a queued writer fails here
         assert refusal_to_write(second, survey) is None
-        other = claim_shard(second, survey.id, length)
+        other = claim_shard(second, survey.id, TODAY, length)
         assert held is not None and other is not None
         assert (held.shard, other.shard) == (0, 1)
         add_to_shard(second, survey.id, other, one_report(survey))
@@ -101,7 +104,7 @@ def test_ingestion_goes_on_while_another_writer_holds_a_shard(
 
     with pg.connect() as slow:
         slow.begin()
-        assert claim_shard(slow, survey.id, survey.config.stats_length) is not None
+        assert claim_shard(slow, survey.id, TODAY, survey.config.stats_length) is not None
         other = threading.Thread(target=ingest)
         other.start()
         other.join(20)
@@ -120,13 +123,13 @@ def test_every_shard_held_a_writer_waits_for_shard_0(pg: Engine, survey: StoredC
         for shard in range(STATS_SHARDS):  # one writer per shard, as many replicas
             holder = stack.enter_context(pg.connect())
             holder.begin()
-            claimed = claim_shard(holder, survey.id, length)
+            claimed = claim_shard(holder, survey.id, TODAY, length)
             assert claimed is not None and claimed.shard == shard
         with pg.connect() as late:
             late.begin()
             late.execute(text("SET LOCAL lock_timeout = '300ms'"))
             with pytest.raises(OperationalError, match="lock timeout"):
-                claim_shard(late, survey.id, length)
+                claim_shard(late, survey.id, TODAY, length)
             late.rollback()
 
 
@@ -145,7 +148,7 @@ def test_closing_waits_for_a_writer_and_then_refuses_the_next(
         closing = threading.Thread(target=close)
         closing.start()
         assert not closed.wait(0.5)  # waits for the writer's transaction
-        claimed = claim_shard(writer, survey.id, survey.config.stats_length)
+        claimed = claim_shard(writer, survey.id, TODAY, survey.config.stats_length)
         assert claimed is not None
         add_to_shard(writer, survey.id, claimed, one_report(survey))
         writer.commit()
@@ -179,9 +182,9 @@ def test_an_id_another_replica_stores_meanwhile_counts_once(
     with pg.connect() as first:
         first.begin()
         bits = base64.b64decode(both["bits"])
-        assert insert_reports_returning(first, survey.id, [(both["id"], bits)], date.today()) == {
-            both["id"]
-        }
+        day, period = stamp("day")
+        stored = insert_reports_returning(first, survey.id, [(both["id"], bits)], day, period)
+        assert stored == {both["id"]}
         waiting = threading.Thread(target=second_replica)
         waiting.start()
         waiting.join(0.5)

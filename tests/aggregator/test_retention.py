@@ -3,7 +3,7 @@ replay still counts once) and leave the statistics, so every estimate, unchanged
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -30,7 +30,15 @@ def store_old_and_new(client: TestClient, config: CollectionConfig) -> list[dict
     old = report_dicts(config, packed_reports(config, 30, seed=1))
     day = utc_today() - timedelta(days=OLD_DAYS)
     batch = ReportBatch.model_validate({"reports": old})
-    assert ingest_batch(engine, load_collection(engine, "survey"), batch, day=day).accepted == 30
+    assert (
+        ingest_batch(
+            engine,
+            load_collection(engine, "survey"),
+            batch,
+            at=datetime.combine(day, time(12), UTC),
+        ).accepted
+        == 30
+    )
     new = {"reports": report_dicts(config, packed_reports(config, 20, seed=2))}
     assert client.post("/v1/collections/survey/reports", json=new).json()["accepted"] == 20
     return old

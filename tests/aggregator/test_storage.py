@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, inspect, text
+from sqlalchemy import Engine, inspect, select, text
 
 from ldp_aggregator.frequencies import estimate_frequencies
+from ldp_aggregator.release import current_stats
 from ldp_aggregator.storage.collections import load_collection
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import current_revision, head_revision, upgrade
@@ -22,7 +23,9 @@ from ldp_aggregator.storage.stats import (
     decode_sums,
     encode_sums,
 )
-from ldp_aggregator.storage.tables import metadata
+from ldp_aggregator.storage.tables import collection_stats, metadata, reports
+from ldp_shared.errors import InsufficientReportsError
+from ldp_shared.periods import parse_window, period_label, stamp
 
 
 @pytest.fixture
@@ -52,8 +55,9 @@ def test_upgrade_is_idempotent(fresh: Engine) -> None:
 def test_reports_table_holds_nothing_that_could_identify_a_sender(fresh: Engine) -> None:
     upgrade(fresh)
     columns = {c["name"]: c for c in inspect(fresh).get_columns("reports")}
-    assert set(columns) == {"collection_id", "report_id", "received_day", "bits"}
+    assert set(columns) == {"collection_id", "report_id", "received_day", "period_start", "bits"}
     assert type(columns["received_day"]["type"]).__name__ == "DATE"
+    assert type(columns["period_start"]["type"]).__name__ == "BIGINT"  # a period's start
     forbidden = ("ip", "addr", "agent", "host", "time", "seq", "order")
     assert not [name for name in columns for word in forbidden if word in name]
     # no rowid: rows are kept in the order of their random ids, not of arrival
@@ -131,4 +135,29 @@ def test_a_database_of_revision_0003_upgrades_and_answers_as_before(tmp_path: Pa
             estimate = np.array(now["estimate"])
             feasible = (estimate >= 0.0) & (estimate <= 1.0)
             assert np.all((low <= estimate) & (estimate <= high) | ~feasible), (name, attribute)
+    engine.dispose()
+
+
+def test_an_upgraded_database_holds_every_report_in_one_period(tmp_path: Path) -> None:
+    """Statistics gathered before periods cannot be split by time: every row and report
+    of the old database lands in the period of the upgrade's day (docs/periods.md), so a
+    window holding that day holds them all and one before it holds none."""
+    path = tmp_path / "old.sqlite3"
+    shutil.copy(DATA / "revision-0003.sqlite3", path)
+    engine = make_engine(f"sqlite:///{path}")
+    upgrade(engine)
+    today = stamp("day")[1]
+    with engine.connect() as connection:
+        stats_periods = set(connection.execute(select(collection_stats.c.period_start)).scalars())
+        report_periods = set(connection.execute(select(reports.c.period_start)).scalars())
+    assert stats_periods == report_periods == {today}
+    for name in ("labelled", "mixed"):
+        collection = load_collection(engine, name)
+        config = collection.config
+        everything = current_stats(engine, collection)
+        window = parse_window(period_label(today, "day"), None, "day")
+        assert current_stats(engine, collection, window).n_reports == everything.n_reports == 300
+        with pytest.raises(InsufficientReportsError, match="has 0 reports in"):
+            current_stats(engine, collection, parse_window("2020-01-01", "2020-01-02", "day"))
+        assert config.spec.period == "day"
     engine.dispose()

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, update
+from sqlalchemy import Connection, Engine, insert
 from sqlalchemy.exc import OperationalError
 
 from ldp_aggregator import writer as writer_module
@@ -19,7 +19,7 @@ from ldp_aggregator.ingest import BatchOutcomes, ingest_batch, ingest_batch_asyn
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.lifecycle import delete_collection, set_closed
 from ldp_aggregator.storage.reports import count_reports
-from ldp_aggregator.storage.stats import ClaimedShard
+from ldp_aggregator.storage.stats import ClaimedShard, empty_stats_rows
 from ldp_aggregator.storage.tables import collection_stats
 from ldp_aggregator.writer import ReportWriter
 from ldp_shared.errors import (
@@ -27,6 +27,7 @@ from ldp_shared.errors import (
     CollectionNotFoundError,
     CorruptStatisticsError,
 )
+from ldp_shared.periods import stamp
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import BatchResult, ReportBatch
 
@@ -172,11 +173,8 @@ def test_a_failing_request_does_not_fail_the_others_of_its_transaction(
 ) -> None:
     broken = create_collection(store, CollectionSpec.model_validate(spec_payload(name="broken")))
     with store.begin() as connection:  # statistics of the wrong length: reading them fails
-        connection.execute(
-            update(collection_stats)
-            .where(collection_stats.c.collection_id == broken.id)
-            .values(sums=b"\x00")
-        )
+        rows = empty_stats_rows(broken.id, stamp("day")[1])
+        connection.execute(insert(collection_stats), [{**row, "sums": b"\x00"} for row in rows])
     first, second, third = seeded_requests(store_survey.config, 3, seed=3)
     bad = [{**report, "config_hash": broken.config.config_hash} for report in third]
     writer = ReportWriter(store)

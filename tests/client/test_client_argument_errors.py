@@ -13,7 +13,12 @@ import pytest
 from pydantic import ValidationError
 from tests.aggregator.training_helpers import spec as training_spec
 
-from ldp_shared.errors import ConfigurationError, InvalidQueryError, LDPError
+from ldp_shared.errors import (
+    ConfigurationError,
+    InvalidQueryError,
+    InvalidRecordError,
+    LDPError,
+)
 
 from .conftest import SPEC, MakeClient
 from .fake_aggregator import FakeAggregator
@@ -42,6 +47,16 @@ CASES: dict[str, Case] = {
         lambda c: c.create_training_job(
             "survey", training_spec(layout={"numeric": [{"name": "x", "lo": "a", "hi": 1}]})
         ),
+    ),
+    "submit-none": (
+        InvalidRecordError,
+        "records must be an iterable of records, got NoneType",
+        lambda c: c.submit("survey", None),
+    ),
+    "privatize-many-number": (
+        InvalidRecordError,
+        "records must be an iterable of records",
+        lambda c: c.privatize_many("survey", 5),
     ),
     "collection-spec": (
         ConfigurationError,

@@ -14,13 +14,14 @@ import httpx
 import pytest
 
 from ldp_client import AsyncLDPClient, InvalidQueryError, InvalidRecordError, LDPClient
-from ldp_client.itemsets import build_itemset_query, itemset_job_call, job_result
+from ldp_client.itemsets import build_itemset_query, is_informative, itemset_job_call, job_result
 from ldp_shared.errors import NotFoundError, TransportError
 from ldp_shared.itemset_wire import (
     ItemsetJob,
     ItemsetQuery,
     ItemsetResult,
     MaskPrivacy,
+    RuleEstimate,
 )
 
 from .conftest import BASE_URL, Blocking, MakeClient
@@ -225,3 +226,28 @@ def test_the_mining_signatures_are_the_query_s_fields(client: Any) -> None:
     assert _keywords(client.start_itemsets) == query
     started = {name: query[name] for name in query if name != "wait_seconds"}
     assert _keywords(client.mine_itemsets, "timeout", "poll_interval") == started
+
+
+def _rule(low: float, high: float) -> RuleEstimate:
+    return RuleEstimate(
+        antecedent=["milk"],
+        consequent=["bread"],
+        support=0.2,
+        confidence=(low + high) / 2,
+        lift=1.2,
+        antecedent_support=0.4,
+        consequent_support=0.5,
+        confidence_stderr=(high - low) / 3.92,
+        confidence_ci_low=low,
+        confidence_ci_high=high,
+        lift_stderr=0.1,
+        lift_ci_low=1.0,
+        lift_ci_high=1.4,
+    )
+
+
+def test_a_rule_whose_interval_spans_half_the_range_is_uninformative() -> None:
+    assert is_informative(_rule(0.6, 0.8))
+    assert is_informative(_rule(0.3, 0.79))
+    assert not is_informative(_rule(0.3, 0.8))
+    assert not is_informative(_rule(0.0, 1.0))

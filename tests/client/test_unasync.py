@@ -61,7 +61,9 @@ def test_the_generated_module_is_marked_and_has_no_async_left():
     assert generated.startswith("# GENERATED from async_client.py by `python scripts/unasync.py`")
     for token in ("async ", "await ", "asyncio", "AsyncLDPClient", "aclose", "__aenter__"):
         assert token not in generated, token
-    assert "class LDPClient(ItemsetMethods, TrainingMethods, KnnMethods):" in generated
+    assert (
+        "class LDPClient(ItemsetMethods, TrainingMethods, KnnMethods, TrendMethods):" in generated
+    )
     assert "def close(self) -> None:" in generated
     methods = load_script().unasync(
         (PACKAGE / "itemset_methods_async.py").read_text(), "itemset_methods_async.py"
@@ -76,6 +78,12 @@ def test_the_generated_module_is_marked_and_has_no_async_left():
     for token in ("async ", "await ", "asyncio", "AsyncKnnMethods"):
         assert token not in knn, token
     assert "class KnnMethods:" in knn
+    trend = load_script().unasync(
+        (PACKAGE / "trend_methods_async.py").read_text(), "trend_methods_async.py"
+    )
+    for token in ("async ", "await ", "asyncio", "AsyncTrendMethods"):
+        assert token not in trend, token
+    assert "class TrendMethods:" in trend
 
 
 def test_every_pair_is_checked():
@@ -86,5 +94,6 @@ def test_every_pair_is_checked():
         ("itemset_methods_async.py", "itemset_methods.py"),
         ("training_methods_async.py", "training_methods.py"),
         ("knn_methods_async.py", "knn_methods.py"),
+        ("trend_methods_async.py", "trend_methods.py"),
     ]
     assert all(s.exists() and t.exists() for s, t in pairs)

@@ -108,7 +108,11 @@ def test_epsilon_at_the_float_boundaries(mechanism: str, epsilon: float, accepte
     if accepted:
         assert 0.0 < account(s).report.epsilon < math.inf
     else:
-        reason = r"is too large: at ε = 800\.0 " if epsilon > 1 else "rounds to 0"
+        reason = (
+            r"= 800 is too large: no mechanism takes ε above 709\.783"
+            if epsilon > 1
+            else "rounds to 0"
+        )
         with pytest.raises(ConfigurationError, match=f"attribute 'a': ε {reason}"):
             account(s)
 

@@ -4,7 +4,8 @@
 the code of commit ddd5ef1 (before the registry): for seven specs (SUE, OUE, GRR and MASK;
 ``split`` and ``sample``; label collections; weights; 1- and 2-byte GRR indices) the
 published config, its hash, 60 reports perturbed with a seeded generator, and the
-statistics the aggregator derives from them.
+statistics the aggregator derives from them; the test holds today's code to the configs,
+the hashes and the statistics of those stored reports.
 """
 
 from __future__ import annotations
@@ -115,9 +116,21 @@ def snapshot() -> list[dict[str, Any]]:
     return out
 
 
-def test_configs_hashes_reports_and_statistics_are_unchanged() -> None:
+def test_configs_hashes_and_the_statistics_of_stored_reports_are_unchanged() -> None:
+    """The published configs and hashes are those of ddd5ef1, and the reports perturbed by
+    that code decode to the same statistics today. Fresh seeded reports are no longer
+    compared bit for bit: unary encoding now draws its bits packed (the same Bernoulli
+    rates exactly, ``ldp_shared.mechanisms.packed_bits``, tested for their distribution in
+    tests/statistical), which consumes the seeded stream differently."""
     golden = json.loads(GOLDEN.read_text())
     now = json.loads(json.dumps(snapshot()))
     assert len(now) == len(golden)
     for spec, before, after in zip(SPECS, golden, now, strict=True):
-        assert after == before, spec["name"]
+        assert after["config"] == before["config"], spec["name"]
+        assert after["hash"] == before["hash"], spec["name"]
+        config = build_config(CollectionSpec.model_validate(spec))
+        stored = np.frombuffer(bytes.fromhex(before["reports"]), dtype=np.uint8)
+        decoded = decode_reports(config, stored.reshape(60, config.report_bytes))
+        assert decoded.sums.tolist() == before["sums"], spec["name"]
+        assert int(decoded.valid.sum()) == before["valid"], spec["name"]
+        assert len(after["reports"]) == len(before["reports"]), spec["name"]

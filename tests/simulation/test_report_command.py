@@ -11,7 +11,7 @@ import io
 import pytest
 
 from ldp_simulation.cli import main
-from ldp_simulation.report_command import parse_records
+from ldp_simulation.report_command import name_record, parse_records
 
 NOWHERE = "http://127.0.0.1:9"
 
@@ -61,3 +61,22 @@ def test_records_from_arguments_and_stdin_are_counted_together(
         "record 2 (stdin line 1)",
         "record 3 (stdin line 3)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("detail", "named"),
+    [
+        (
+            "record 0: missing attributes ['b'], unknown attributes []",
+            "record 2 (stdin line 4): missing attributes ['b'], unknown attributes []",
+        ),
+        (
+            "record 0 has no label 'y': every record of collection 'c' must carry its class",
+            "record 2 (stdin line 4) has no label 'y': every record of collection 'c' must"
+            " carry its class",
+        ),
+        ("'z' is not in its domain", "record 2 (stdin line 4): 'z' is not in its domain"),
+    ],
+)
+def test_a_record_the_sdk_refuses_is_numbered_once(detail: str, named: str) -> None:
+    assert name_record("record 2 (stdin line 4)", detail) == named

@@ -1,5 +1,5 @@
 """The population the open-domain statistical tests (flh, hcms) draw their devices from,
-and their z-score tests."""
+and their z-score tests; the devices of the longitudinal tests (l-grr, dbitflippm)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,19 @@ def population(n: int) -> Population:
     spread = [rest // SPREAD + (1 if i < rest % SPREAD else 0) for i in range(SPREAD)]
     names = ["heavy", "light"] + [f"word-{i:03d}" for i in range(SPREAD)]
     return Population(names, np.array(head + spread, dtype=np.int64))
+
+
+def device_keys(count: int, seed: int) -> list[bytes]:
+    """``count`` devices' secrets (32 bytes each), reproducible from ``seed``."""
+    raw = np.random.Generator(np.random.PCG64(seed)).integers(0, 256, size=(count, 32))
+    return [row.astype(np.uint8).tobytes() for row in raw]
+
+
+def fixed_population(frequencies: NDArray[np.float64], n: int) -> NDArray[np.int64]:
+    """``n`` value indices holding exactly ``frequencies`` (which must give whole counts)."""
+    counts = np.rint(frequencies * n).astype(np.int64)
+    assert counts.sum() == n
+    return np.repeat(np.arange(frequencies.size, dtype=np.int64), counts)
 
 
 def pvalues(z: NDArray[np.float64]) -> list[float]:

@@ -14,6 +14,8 @@ from ldp_aggregator.heavy_hitters import MAX_TOP, estimate_heavy_hitters
 from ldp_aggregator.means import estimate_mean
 from ldp_aggregator.problems import problem_responses
 from ldp_aggregator.quantiles import DEFAULT_LEVELS, estimate_quantiles
+from ldp_aggregator.release import window_query
+from ldp_aggregator.routes.window_params import WindowFrom, WindowTo
 from ldp_shared.wire import (
     FrequencyResult,
     HeavyHittersResult,
@@ -43,7 +45,7 @@ ConfidenceLevel = Annotated[
 def frequencies(
     name: str,
     request: Request,
-    attribute: Annotated[str, Query(description="the attribute to estimate")],
+    attribute: Annotated[str, Query(min_length=1, description="the attribute to estimate")],
     confidence: ConfidenceLevel = 0.95,
     postprocess: Annotated[
         str,
@@ -65,13 +67,17 @@ def frequencies(
             max_length=1_000_000,
         ),
     ] = None,
+    first: WindowFrom = None,
+    last: WindowTo = None,
 ) -> FrequencyResult:
     """Unbiased frequencies with standard errors and confidence intervals, in O(d) (or
-    O(k) per named value for a hashed mechanism)."""
+    O(k) per named value for a hashed mechanism), over all reports or those of the
+    periods ``from`` … ``to``."""
     state = app_state(request)
     collection = state.collections.get(name)
+    window = window_query(collection, first, last)
     return estimate_frequencies(
-        state.engine, collection, attribute, confidence, postprocess, values
+        state.engine, collection, attribute, confidence, postprocess, values, window
     )
 
 
@@ -84,7 +90,9 @@ def frequencies(
 def heavy_hitters(
     name: str,
     request: Request,
-    attribute: Annotated[str, Query(description="the open-domain attribute (mechanism pem)")],
+    attribute: Annotated[
+        str, Query(min_length=1, description="the open-domain attribute (mechanism pem)")
+    ],
     k: Annotated[
         int,
         Query(
@@ -93,12 +101,15 @@ def heavy_hitters(
         ),
     ] = 20,
     confidence: ConfidenceLevel = 0.95,
+    first: WindowFrom = None,
+    last: WindowTo = None,
 ) -> HeavyHittersResult:
     """The most frequent values nobody listed, each with its estimate, standard error and
     interval, and the detection threshold below which nothing is found reliably."""
     state = app_state(request)
     collection = state.collections.get(name)
-    return estimate_heavy_hitters(state.engine, collection, attribute, k, confidence)
+    window = window_query(collection, first, last)
+    return estimate_heavy_hitters(state.engine, collection, attribute, k, confidence, window)
 
 
 @router.get(
@@ -110,13 +121,16 @@ def heavy_hitters(
 def means(
     name: str,
     request: Request,
-    attribute: Annotated[str, Query(description="the numeric attribute to estimate")],
+    attribute: Annotated[str, Query(min_length=1, description="the numeric attribute to estimate")],
     confidence: ConfidenceLevel = 0.95,
+    first: WindowFrom = None,
+    last: WindowTo = None,
 ) -> MeanResult:
     """The unbiased mean of a numeric attribute with its standard error and interval, in O(1)."""
     state = app_state(request)
     collection = state.collections.get(name)
-    return estimate_mean(state.engine, collection, attribute, confidence)
+    window = window_query(collection, first, last)
+    return estimate_mean(state.engine, collection, attribute, confidence, window)
 
 
 @router.get(
@@ -128,14 +142,17 @@ def means(
 def quantiles(
     name: str,
     request: Request,
-    attribute: Annotated[str, Query(description="the histogram attribute")],
+    attribute: Annotated[str, Query(min_length=1, description="the histogram attribute")],
     q: Annotated[
         str, Query(description="comma-separated levels in (0, 1), e.g. 0.25,0.5,0.9")
     ] = DEFAULT_LEVELS,
     confidence: ConfidenceLevel = 0.95,
+    first: WindowFrom = None,
+    last: WindowTo = None,
 ) -> QuantileResult:
     """Quantiles of a histogram attribute, interpolated within their bins, with intervals
     from the inverted pointwise band of the estimated CDF."""
     state = app_state(request)
     collection = state.collections.get(name)
-    return estimate_quantiles(state.engine, collection, attribute, q, confidence)
+    window = window_query(collection, first, last)
+    return estimate_quantiles(state.engine, collection, attribute, q, confidence, window)

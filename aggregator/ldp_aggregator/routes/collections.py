@@ -121,7 +121,7 @@ def set_retention(name: str, body: Retention, request: Request) -> CollectionSta
 def delete_collection(
     name: str,
     request: Request,
-    confirm: Annotated[str, Query(description="the collection's name again")],
+    confirm: Annotated[str, Query(min_length=1, description="the collection's name again")],
 ) -> Response:
     """Delete the collection with its reports, statistics, models and jobs (admin), in one
     transaction. ``confirm`` must repeat the name (422 otherwise, and nothing is deleted)."""

@@ -105,7 +105,8 @@ def privacy(
         ),
     ],
     attribute: Annotated[
-        str | None, Query(description="the MASK attribute (optional if there is one)")
+        str | None,
+        Query(min_length=1, description="the MASK attribute (optional if there is one)"),
     ] = None,
     weight: Annotated[
         float,

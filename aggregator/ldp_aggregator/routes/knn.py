@@ -8,6 +8,8 @@ from ldp_aggregator.auth import require_analyst
 from ldp_aggregator.deps import app_state
 from ldp_aggregator.knn import classify_points
 from ldp_aggregator.problems import problem_responses
+from ldp_aggregator.release import window_query
+from ldp_aggregator.routes.window_params import WindowFrom, WindowTo
 from ldp_shared.knn_wire import KnnClassification, KnnQuery
 
 router = APIRouter(prefix="/v1/collections", tags=["analyses"])
@@ -19,8 +21,17 @@ router = APIRouter(prefix="/v1/collections", tags=["analyses"])
     dependencies=[Depends(require_analyst)],
     responses=problem_responses(401, 404, 409),
 )
-def classify(name: str, body: KnnQuery, request: Request) -> KnnClassification:
+def classify(
+    name: str,
+    body: KnnQuery,
+    request: Request,
+    first: WindowFrom = None,
+    last: WindowTo = None,
+) -> KnnClassification:
     """Classify query points (raw feature rows, a category as its value's index): per
-    point the predicted class, the debiased class scores and their standard errors."""
+    point the predicted class, the debiased class scores and their standard errors, from
+    all reports or those of the periods ``from`` … ``to``."""
     state = app_state(request)
-    return classify_points(state.engine, state.collections.get(name), body)
+    collection = state.collections.get(name)
+    window = window_query(collection, first, last)
+    return classify_points(state.engine, collection, body, window)

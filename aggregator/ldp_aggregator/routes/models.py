@@ -11,6 +11,8 @@ from ldp_aggregator import naive_bayes
 from ldp_aggregator.auth import require_analyst
 from ldp_aggregator.deps import app_state
 from ldp_aggregator.problems import problem_responses
+from ldp_aggregator.release import window_query
+from ldp_aggregator.routes.window_params import WindowFrom, WindowTo
 from ldp_shared.wire import (
     CategoricalNBExport,
     NaiveBayesModel,
@@ -41,6 +43,8 @@ def train_naive_bayes(
     request: Request,
     response: Response,
     body: Annotated[NaiveBayesTrainRequest | None, Body()] = None,
+    first: WindowFrom = None,
+    last: WindowTo = None,
 ) -> NaiveBayesModel:
     """Train a naive Bayes model from the collection's sufficient statistics and store it.
 
@@ -48,11 +52,15 @@ def train_naive_bayes(
     their standard errors, the number of reports, ε and the smoothing applied. 409
     `insufficient-reports` below the release minimum (under the `sample` budget also of
     the reports that carried any feature, as `GET .../frequencies`); 422 `invalid-query`
-    for a collection without a label or a model with a number that is not finite.
+    for a collection without a label or a model with a number that is not finite. With
+    `from`/`to`, the model rests on the reports of those periods only.
     """
     state = app_state(request)
     collection = state.collections.get(name)
-    model = naive_bayes.train_model(state.engine, collection, body or NaiveBayesTrainRequest())
+    window = window_query(collection, first, last)
+    model = naive_bayes.train_model(
+        state.engine, collection, body or NaiveBayesTrainRequest(), window=window
+    )
     response.headers["Location"] = (
         f"/v1/collections/{collection.name}/models/naive-bayes/{model.id}"
     )

@@ -8,8 +8,7 @@ from datetime import UTC, date, datetime
 from sqlalchemy import Connection, Engine, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from ldp_aggregator.storage.stats import empty_stats_rows
-from ldp_aggregator.storage.tables import collection_stats, collections
+from ldp_aggregator.storage.tables import collections
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import CollectionNotFoundError, ConflictError
 
@@ -34,7 +33,8 @@ class StoredCollection:
 def insert_collection(
     engine: Engine, config: CollectionConfig, today: date | None = None
 ) -> StoredCollection:
-    """Store a new collection and its empty statistics in one transaction.
+    """Store a new collection (its statistics rows come with the first report of each
+    period, :func:`~ldp_aggregator.storage.stats.claim_shard`).
 
     Raises :class:`ConflictError` when a collection of that name exists already.
     """
@@ -54,10 +54,6 @@ def insert_collection(
             key = result.inserted_primary_key
             assert key is not None
             collection_id = int(key[0])
-            connection.execute(
-                insert(collection_stats),
-                empty_stats_rows(collection_id, config.stats_length, config.float_stats_length),
-            )
     except IntegrityError:
         # another replica created the same name between our check and our insert
         raise conflict from None

@@ -1,4 +1,4 @@
-"""The stored reports: one row per accepted report (random id, day, packed bits).
+"""The stored reports: one row per accepted report (random id, day, period, packed bits).
 
 The hot statements of ingestion (insert the new rows, skipping stored ids; which ids
 exist, asked only when some were skipped) run on the
@@ -94,9 +94,10 @@ def insert_reports(
     collection_id: int,
     rows: Sequence[tuple[str, bytes]],
     day: date,
+    period_start: int,
 ) -> int:
-    """Store ``(report_id, bits)`` rows received on ``day`` (one executemany), skipping ids
-    stored already; how many rows were stored."""
+    """Store ``(report_id, bits)`` rows received on ``day`` in the period ``period_start``
+    (one executemany), skipping ids stored already; how many rows were stored."""
     if not rows:
         return 0
     dialect = connection.dialect
@@ -106,6 +107,7 @@ def insert_reports(
         "collection_id": repeat(_bind(reports.c.collection_id, dialect, collection_id)),
         "report_id": _bind_all(reports.c.report_id, dialect, ids),
         "received_day": repeat(_bind(reports.c.received_day, dialect, day)),
+        "period_start": repeat(period_start),
         "bits": _bind_all(reports.c.bits, dialect, bits),
     }
     in_order = list(zip(*(columns[name] for name in statement.names), strict=False))
@@ -122,6 +124,7 @@ def insert_reports_returning(
     collection_id: int,
     rows: Sequence[tuple[str, bytes]],
     day: date,
+    period_start: int,
 ) -> set[str]:
     """PostgreSQL: :func:`insert_reports` in one statement that answers which ids it
     stored (two array parameters, unnested in the rows' order). An id that another
@@ -132,13 +135,19 @@ def insert_reports_returning(
     ids, bits = zip(*rows, strict=True)
     result = connection.execute(
         text(
-            f"INSERT INTO {reports.name} (collection_id, report_id, received_day, bits)"
-            " SELECT :cid, r.report_id, :day, r.bits"
+            f"INSERT INTO {reports.name} (collection_id, report_id, received_day, period_start,"
+            " bits) SELECT :cid, r.report_id, :day, :period, r.bits"
             " FROM unnest(CAST(:ids AS VARCHAR[]), CAST(:bits AS BYTEA[]))"
             " WITH ORDINALITY AS r(report_id, bits, k) ORDER BY r.k"
             " ON CONFLICT DO NOTHING RETURNING report_id"
         ),
-        {"cid": collection_id, "day": day, "ids": list(ids), "bits": list(bits)},
+        {
+            "cid": collection_id,
+            "day": day,
+            "period": period_start,
+            "ids": list(ids),
+            "bits": list(bits),
+        },
     )
     return {str(row[0]) for row in result}
 

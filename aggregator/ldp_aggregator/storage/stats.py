@@ -1,12 +1,15 @@
 """The sufficient statistics of a collection: ``n_reports`` and its mechanisms' blocks.
 
-They are stored as :data:`STATS_SHARDS` rows per collection, summed when read: a writer
-adds to one shard, so that writers on several replicas need not queue for one row.
+They are kept per period (:mod:`ldp_shared.periods`): the rows of one period are the
+statistics of the reports accepted in it, and an estimate over a window adds up the rows
+of its periods. A period has up to :data:`STATS_SHARDS` rows, summed when read: a writer
+adds to one shard, so that writers on several replicas need not queue for one row. Rows
+are created when a period's first report is written; an empty vector stands for zeros.
 
 The int64 blocks are kept as one little-endian int64 array of ``config.stats_length``
 values (``sums``), the float64 blocks as one little-endian float64 array of
 ``config.float_stats_length`` values (``float_sums``; NULL in rows written before it
-existed, read as empty).
+existed).
 """
 
 from __future__ import annotations
@@ -16,12 +19,16 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, select, text, update
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError, OperationalError
 
-from ldp_aggregator.storage.tables import collection_stats
+from ldp_aggregator.storage.tables import collection_stats, collections
 from ldp_shared.codec import DecodedBatch, decode_reports
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import CollectionNotFoundError, CorruptStatisticsError
+from ldp_shared.periods import Window
 
 __all__ = [
     "ClaimedShard",
@@ -35,6 +42,9 @@ __all__ = [
     "empty_stats_rows",
     "encode_floats",
     "encode_sums",
+    "no_stats",
+    "prepare_period",
+    "read_period_stats",
     "read_stats",
     "statistics_of",
     "sum_stats",
@@ -52,6 +62,11 @@ class Stats:
     n_reports: int
     sums: NDArray[np.int64]
     floats: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+
+
+def no_stats(length: int, float_length: int = 0) -> Stats:
+    """The statistics of no reports."""
+    return Stats(0, np.zeros(length, dtype=np.int64), np.zeros(float_length))
 
 
 def delta_of(decoded: DecodedBatch) -> Stats:
@@ -80,7 +95,9 @@ def encode_sums(sums: NDArray[np.int64]) -> bytes:
 
 
 def decode_sums(blob: bytes, length: int) -> NDArray[np.int64]:
-    """Inverse of :func:`encode_sums`, checking the length."""
+    """Inverse of :func:`encode_sums` (an empty blob is all zero), checking the length."""
+    if not blob:
+        return np.zeros(length, dtype=np.int64)
     if len(blob) != length * SUMS_DTYPE.itemsize:
         raise CorruptStatisticsError(
             f"statistics hold {len(blob)} bytes, expected {length * SUMS_DTYPE.itemsize}"
@@ -94,9 +111,11 @@ def encode_floats(floats: NDArray[np.float64]) -> bytes:
 
 
 def decode_floats(blob: bytes | None, length: int) -> NDArray[np.float64]:
-    """Inverse of :func:`encode_floats` (``None``, from a row older than the column, is
-    empty), checking the length."""
+    """Inverse of :func:`encode_floats` (``None``, from a row older than the column, and
+    an empty blob are all zero), checking the length."""
     data = b"" if blob is None else bytes(blob)
+    if not data:
+        return np.zeros(length, dtype=np.float64)
     if len(data) != length * FLOATS_DTYPE.itemsize:
         raise CorruptStatisticsError(
             f"float statistics hold {len(data)} bytes, expected {length * FLOATS_DTYPE.itemsize}"
@@ -105,74 +124,151 @@ def decode_floats(blob: bytes | None, length: int) -> NDArray[np.float64]:
 
 
 STATS_SHARDS = 8
-"""Statistics rows of a new collection. A writing transaction locks one shard and adds to
-it; on PostgreSQL it takes the first shard no other transaction holds, so up to this many
-replicas write the same collection at once. SQLite has one writer at a time and uses
-shard 0 only."""
+"""Statistics rows per period at most. A writing transaction locks one shard of its
+period and adds to it; on PostgreSQL it takes the first shard no other transaction
+holds, so up to this many replicas write the same collection at once. SQLite has one
+writer at a time and uses shard 0 only."""
 
 
 @dataclass(frozen=True)
 class ClaimedShard:
     """A statistics shard locked by the current transaction, and what it holds."""
 
+    period_start: int
     shard: int
     stats: Stats
 
 
 def empty_stats_rows(
-    collection_id: int, length: int, float_length: int = 0
+    collection_id: int, period_start: int, shards: int = STATS_SHARDS
 ) -> list[dict[str, object]]:
-    """The statistics rows (:data:`STATS_SHARDS` shards) of a collection without reports."""
+    """The statistics rows of a period without reports (empty vectors: zeros)."""
     return [
         {
             "collection_id": collection_id,
+            "period_start": period_start,
             "shard": shard,
             "n_reports": 0,
-            "sums": encode_sums(np.zeros(length, dtype=np.int64)),
-            "float_sums": encode_floats(np.zeros(float_length)),
+            "sums": b"",
+            "float_sums": None,
         }
-        for shard in range(STATS_SHARDS)
+        for shard in range(shards)
     ]
 
 
+_COLUMNS = (
+    collection_stats.c.shard,
+    collection_stats.c.n_reports,
+    collection_stats.c.sums,
+    collection_stats.c.float_sums,
+)
+
+
 def claim_shard(
-    connection: Connection, collection_id: int, length: int, float_length: int = 0
+    connection: Connection,
+    collection_id: int,
+    period_start: int,
+    length: int,
+    float_length: int = 0,
 ) -> ClaimedShard | None:
-    """Lock one statistics shard of the collection for this transaction and read it
-    (``None``: the collection has no statistics rows, it was deleted).
+    """Lock one statistics shard of the collection's period ``period_start`` for this
+    transaction and read it, creating the period's rows at its first report (``None``:
+    the collection was deleted).
 
     PostgreSQL: the first shard that no other transaction holds (``SKIP LOCKED``), or,
-    when all are held, shard 0 once it is free. SQLite: shard 0, with a no-op write that
-    takes the database's write lock before the transaction reads anything (a transaction
-    that read first could not write after another connection committed).
+    when all are held, shard 0 once it is free. SQLite: shard 0, with a write that takes
+    the database's write lock before the transaction reads anything (a transaction that
+    read first could not write after another connection committed).
     """
-    columns = (
-        collection_stats.c.shard,
-        collection_stats.c.n_reports,
-        collection_stats.c.sums,
-        collection_stats.c.float_sums,
+    of_period = (
+        collection_stats.c.collection_id == collection_id,
+        collection_stats.c.period_start == period_start,
     )
-    of_collection = collection_stats.c.collection_id == collection_id
-    if connection.dialect.name == "sqlite":
-        lock = (
-            update(collection_stats)
-            .where(of_collection, collection_stats.c.shard == 0)
-            .values(n_reports=collection_stats.c.n_reports)
-        )
-        if connection.dialect.update_returning:  # SQLite 3.35 and newer: one statement
-            row = connection.execute(lock.returning(*columns)).one_or_none()
-        else:
-            connection.execute(lock)
-            shard_0 = select(*columns).where(of_collection, collection_stats.c.shard == 0)
-            row = connection.execute(shard_0).one_or_none()
+    sqlite = connection.dialect.name == "sqlite"
+    if sqlite:
+        row = _lock_shard_0(connection, of_period)
     else:
-        first = select(*columns).where(of_collection).order_by(collection_stats.c.shard).limit(1)
+        first = select(*_COLUMNS).where(*of_period).order_by(collection_stats.c.shard).limit(1)
         row = connection.execute(first.with_for_update(skip_locked=True)).one_or_none()
-        if row is None:  # every shard is held (or none exists): wait for shard 0
-            row = connection.execute(first.with_for_update()).one_or_none()
+    if row is None:
+        if not _exists(connection, collection_id):
+            return None
+        if sqlite:  # the one writer: inside this transaction
+            _create_period(connection, collection_id, period_start, 1)
+            row = _lock_shard_0(connection, of_period)
+        else:
+            _create_period_apart(connection, collection_id, period_start)
+            row = connection.execute(first.with_for_update(skip_locked=True)).one_or_none()
+            if row is None:  # every shard is held: wait for shard 0
+                row = connection.execute(first.with_for_update()).one_or_none()
     if row is None:
         return None
-    return ClaimedShard(shard=int(row.shard), stats=_stats_of_row(row, length, float_length))
+    return ClaimedShard(
+        period_start=period_start,
+        shard=int(row.shard),
+        stats=_stats_of_row(row, length, float_length),
+    )
+
+
+def _lock_shard_0(connection: Connection, of_period: tuple[Any, ...]) -> Any:
+    lock = (
+        update(collection_stats)
+        .where(*of_period, collection_stats.c.shard == 0)
+        .values(n_reports=collection_stats.c.n_reports)
+    )
+    if connection.dialect.update_returning:  # SQLite 3.35 and newer: one statement
+        return connection.execute(lock.returning(*_COLUMNS)).one_or_none()
+    connection.execute(lock)
+    shard_0 = select(*_COLUMNS).where(*of_period, collection_stats.c.shard == 0)
+    return connection.execute(shard_0).one_or_none()
+
+
+def _exists(connection: Connection, collection_id: int) -> bool:
+    found = connection.execute(select(collections.c.id).where(collections.c.id == collection_id))
+    return found.first() is not None
+
+
+def _create_period(
+    connection: Connection, collection_id: int, period_start: int, shards: int
+) -> None:
+    """Insert the empty rows of a period (those another transaction inserted are kept)."""
+    rows = empty_stats_rows(collection_id, period_start, shards)
+    dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite_insert
+    connection.execute(dialect_insert(collection_stats).on_conflict_do_nothing(), rows)
+
+
+def prepare_period(connection: Connection, collection_id: int, period_start: int) -> None:
+    """PostgreSQL: make sure the period's rows exist before this transaction locks the
+    collection (:func:`claim_shard` then finds them). Creating them in a transaction of
+    their own lets the writers of other replicas see them at once and take other shards,
+    rather than wait for this transaction's end (rows it inserted itself would stay
+    invisible to them, and their inserts would queue behind it); and doing it before the
+    collection is locked means it never waits for a deletion that waits for us."""
+    if connection.dialect.name != "postgresql":
+        return
+    found = connection.execute(
+        select(collection_stats.c.shard).where(
+            collection_stats.c.collection_id == collection_id,
+            collection_stats.c.period_start == period_start,
+        )
+    ).first()
+    if found is None:
+        _create_period_apart(connection, collection_id, period_start)
+
+
+def _create_period_apart(connection: Connection, collection_id: int, period_start: int) -> None:
+    """Commit the period's empty rows in a short transaction of its own (nothing when the
+    collection is gone or the rows' locks are not granted soon: the claim then waits or
+    finds the collection gone)."""
+    try:
+        with connection.engine.begin() as apart:
+            apart.execute(text(f"SET LOCAL lock_timeout = '{PERIOD_LOCK_TIMEOUT}'"))
+            _create_period(apart, collection_id, period_start, STATS_SHARDS)
+    except (IntegrityError, OperationalError):  # the collection's row is gone, or busy
+        return
+
+
+PERIOD_LOCK_TIMEOUT = "5s"
 
 
 def _stats_of_row(row: Any, length: int, float_length: int) -> Stats:
@@ -183,18 +279,49 @@ def _stats_of_row(row: Any, length: int, float_length: int) -> Stats:
     )
 
 
+def _in_window(collection_id: int, window: Window | None) -> list[Any]:
+    where = [collection_stats.c.collection_id == collection_id]
+    if window is not None:
+        where.append(collection_stats.c.period_start.between(window.first, window.last))
+    return where
+
+
 def read_stats(
-    connection: Connection, collection_id: int, length: int, float_length: int = 0
+    connection: Connection,
+    collection_id: int,
+    length: int,
+    float_length: int = 0,
+    window: Window | None = None,
 ) -> Stats:
-    """The current statistics of a collection: the sum of its shards."""
-    rows = connection.execute(
-        select(
-            collection_stats.c.n_reports, collection_stats.c.sums, collection_stats.c.float_sums
-        ).where(collection_stats.c.collection_id == collection_id)
-    ).all()
-    if not rows:  # every collection is stored with its rows: deleted meanwhile
+    """The statistics of a collection's reports in ``window`` (``None``: all periods): the
+    sum of the shards of its periods. Raises :class:`CollectionNotFoundError` when the
+    collection is gone."""
+    rows = connection.execute(select(*_COLUMNS).where(*_in_window(collection_id, window))).all()
+    if not rows and not _exists(connection, collection_id):
         raise CollectionNotFoundError(f"collection {collection_id} was deleted")
-    return sum_stats([_stats_of_row(row, length, float_length) for row in rows])
+    empty = no_stats(length, float_length)
+    return sum_stats([empty, *(_stats_of_row(row, length, float_length) for row in rows)])
+
+
+def read_period_stats(
+    connection: Connection,
+    collection_id: int,
+    length: int,
+    float_length: int,
+    window: Window | None,
+) -> dict[int, Stats]:
+    """The statistics of each period of ``window`` that holds rows, by period start."""
+    rows = connection.execute(
+        select(collection_stats.c.period_start, *_COLUMNS)
+        .where(*_in_window(collection_id, window))
+        .order_by(collection_stats.c.period_start)
+    ).all()
+    if not rows and not _exists(connection, collection_id):
+        raise CollectionNotFoundError(f"collection {collection_id} was deleted")
+    parts: dict[int, list[Stats]] = {}
+    for row in rows:
+        parts.setdefault(int(row.period_start), []).append(_stats_of_row(row, length, float_length))
+    return {start: sum_stats(stats) for start, stats in parts.items()}
 
 
 def add_to_shard(
@@ -206,6 +333,7 @@ def add_to_shard(
         update(collection_stats)
         .where(
             collection_stats.c.collection_id == collection_id,
+            collection_stats.c.period_start == claimed.period_start,
             collection_stats.c.shard == claimed.shard,
         )
         .values(

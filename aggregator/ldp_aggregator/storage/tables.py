@@ -59,13 +59,17 @@ collection_stats = Table(
         ForeignKey("collections.id", ondelete="CASCADE"),
         nullable=False,
     ),
+    # the start (Unix seconds, UTC) of the period whose reports the row counts
+    # (ldp_shared.periods): a collection's statistics are kept per period
+    Column("period_start", BigInteger, nullable=False),
     Column("shard", Integer, nullable=False, server_default="0"),
     Column("n_reports", BigInteger, nullable=False),
-    # little-endian int64 array of length config.stats_length
+    # little-endian int64 array of length config.stats_length (empty: all zero)
     Column("sums", LargeBinary, nullable=False),
-    # little-endian float64 array of length config.float_stats_length (NULL: empty)
+    # little-endian float64 array of length config.float_stats_length (NULL or empty:
+    # all zero)
     Column("float_sums", LargeBinary, nullable=True),
-    PrimaryKeyConstraint("collection_id", "shard"),
+    PrimaryKeyConstraint("collection_id", "period_start", "shard"),
 )
 
 reports = Table(
@@ -78,7 +82,10 @@ reports = Table(
         nullable=False,
     ),
     Column("report_id", String(64), nullable=False),
+    # the only times stored with a report, neither finer than the collection's period:
+    # the period it was counted in, and the day (a weekly collection's: the week's Monday)
     Column("received_day", Date, nullable=False),
+    Column("period_start", BigInteger, nullable=False),
     Column("bits", LargeBinary, nullable=False),
     PrimaryKeyConstraint("collection_id", "report_id"),
     sqlite_with_rowid=False,

@@ -8,12 +8,17 @@ licences beside them). Each view is a panel of :mod:`ldp_aggregator.ui.panels`.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import re
+
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from ldp_aggregator.ui.pages import router
+from ldp_aggregator.ui.render import SECURITY_HEADERS
 
 STATIC = "/ui/static"
 
@@ -25,10 +30,24 @@ def install_dashboard(app: FastAPI) -> None:
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse:
-        return get_swagger_ui_html(
+        page = get_swagger_ui_html(
             openapi_url=app.openapi_url or "/openapi.json",
             title=f"{app.title} · API docs",
             swagger_js_url=f"{STATIC}/vendor/swagger-ui-bundle.js",
             swagger_css_url=f"{STATIC}/vendor/swagger-ui.css",
             swagger_favicon_url=f"{STATIC}/vendor/favicon-32x32.png",
         )
+        page.headers.update(docs_headers(bytes(page.body).decode("utf-8")))
+        return page
+
+
+def docs_headers(page: str) -> dict[str, str]:
+    """The dashboard's security headers for the Swagger UI page, whose one inline script
+    (starting the UI) is allowed by its hash and nothing else inline."""
+    inline = re.findall(r"<script>(.*?)</script>", page, flags=re.DOTALL)
+    digests = (base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() for s in inline)
+    hashes = " ".join(f"'sha256-{digest}'" for digest in digests)
+    policy = SECURITY_HEADERS["Content-Security-Policy"].replace(
+        "script-src 'self'", f"script-src 'self' {hashes}"
+    )
+    return {**SECURITY_HEADERS, "Content-Security-Policy": policy}

@@ -43,12 +43,25 @@ def norm_sub(estimate: FloatArray, total: float = 1.0) -> FloatArray:
 def project_to_simplex(estimate: FloatArray, total: float = 1.0) -> FloatArray:
     """Euclidean projection of ``estimate`` onto ``{x >= 0, sum x = total}`` (Duchi et al. 2008)."""
     v = np.asarray(estimate, dtype=np.float64)
-    u = np.sort(v)[::-1]
-    cumulative = np.cumsum(u) - total
-    ranks = np.arange(1, v.size + 1)
-    rho = int(np.nonzero(u - cumulative / ranks > 0)[0][-1])
-    theta = cumulative[rho] / (rho + 1)
-    projected: FloatArray = np.maximum(v - theta, 0.0)
+    projected: FloatArray = project_rows_to_simplex(v[None, :], total)[0]
+    return projected
+
+
+def project_rows_to_simplex(rows: FloatArray, total: float = 1.0) -> FloatArray:
+    """:func:`project_to_simplex` of every row of an ``r × d`` matrix, vectorised.
+
+    Sort each row in decreasing order ``u``; ``ρ`` is the last (0-based) index with
+    ``u_ρ > (Σ_{i≤ρ} u_i − total)/(ρ + 1)``; the projection is ``max(v − θ, 0)`` with
+    ``θ = (Σ_{i≤ρ} u_i − total)/(ρ + 1)``.
+    """
+    v = np.asarray(rows, dtype=np.float64)
+    u = -np.sort(-v, axis=1)
+    cumulative = np.cumsum(u, axis=1) - total
+    ranks = np.arange(1, v.shape[1] + 1)
+    positive = u - cumulative / ranks > 0
+    rho = v.shape[1] - 1 - np.argmax(positive[:, ::-1], axis=1)
+    theta = cumulative[np.arange(v.shape[0]), rho] / (rho + 1)
+    projected: FloatArray = np.maximum(v - theta[:, None], 0.0)
     return projected
 
 

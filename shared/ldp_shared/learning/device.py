@@ -21,12 +21,14 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from ldp_shared.errors import ConfigurationError
 from ldp_shared.kernel import FloatArray
+from ldp_shared.mechanisms._checks import check_epsilon
 from ldp_shared.mechanisms.gradient import GradientRandomizer
 from ldp_shared.mechanisms.hybrid import HybridRandomizer
 from ldp_shared.mechanisms.lattice import LatticeRandomizer
 from ldp_shared.mechanisms.numeric import to_unit
-from ldp_shared.mechanisms.piecewise import PiecewiseRandomizer
+from ldp_shared.mechanisms.piecewise import LARGEST_EPSILON, PiecewiseRandomizer
 
 LOSS_CAP = 4.0
 """Losses are reported as ``min(ℓ, 4)``: a record the model gets wrong by a logit margin
@@ -71,10 +73,15 @@ def gradient_reports(
 def loss_randomizer(epsilon: float) -> LatticeRandomizer:
     """The lattice mechanism on ``[0, LOSS_CAP]`` with the smaller worst-case variance at
     ``epsilon``: Hybrid at small ε, Piecewise at large ε (see ``docs/mechanisms.md``)."""
-    options: list[LatticeRandomizer] = [
-        PiecewiseRandomizer(epsilon=epsilon, lo=0.0, hi=LOSS_CAP),
-        HybridRandomizer(epsilon=epsilon, lo=0.0, hi=LOSS_CAP),
-    ]
+    eps = check_epsilon(epsilon, LARGEST_EPSILON, "the loss mechanism (loss_share > 0)")
+    options: list[LatticeRandomizer] = []
+    for kind in (PiecewiseRandomizer, HybridRandomizer):
+        try:  # one of them may have no channel at this ε (hybrid near 14 to 24)
+            options.append(kind(epsilon=eps, lo=0.0, hi=LOSS_CAP))
+        except ConfigurationError as error:
+            refusal = error
+    if not options:
+        raise ConfigurationError(f"the loss mechanism (loss_share > 0): {refusal.detail}")
     return min(options, key=lambda m: float(m.channel.level_variances.max()))
 
 

@@ -21,21 +21,20 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from ldp_shared.errors import InvalidRecordError
 from ldp_shared.identifiers import AttributeName, DomainValue
 from ldp_shared.kernel import FloatArray, bounds_problem
 from ldp_shared.mechanisms.categorical import domain_indices
-from ldp_shared.mechanisms.numeric import to_unit
+from ldp_shared.mechanisms.numeric import in_range, to_unit
+from ldp_shared.request_model import RequestModel
 
 Norm = Literal["linf", "l1", "l2"]
 
 
-class NumericFeature(BaseModel):
+class NumericFeature(RequestModel):
     """A number with public bounds: clipped into them and scaled to ``[−1, 1]``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: AttributeName
     lo: float
@@ -49,10 +48,8 @@ class NumericFeature(BaseModel):
         return self
 
 
-class CategoricalFeature(BaseModel):
+class CategoricalFeature(RequestModel):
     """A value of a finite domain, one-hot encoded."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: AttributeName
     domain: list[DomainValue] = Field(min_length=2)
@@ -64,10 +61,17 @@ class CategoricalFeature(BaseModel):
         return self
 
 
-class FeatureLayout(BaseModel):
+class FeatureLayout(RequestModel):
     """The features of a logistic regression and its binary label."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(
+        json_schema_extra={  # at least one feature, numeric or categorical
+            "anyOf": [
+                {"required": [kind], "properties": {kind: {"minItems": 1}}}
+                for kind in ("numeric", "categorical")
+            ]
+        },
+    )
 
     numeric: list[NumericFeature] = Field(default_factory=list)
     categorical: list[CategoricalFeature] = Field(default_factory=list)
@@ -136,6 +140,8 @@ def _length(columns: Mapping[str, Any], names: list[str]) -> int:
 def _finite(name: str, column: Sequence[Any] | NDArray[Any]) -> FloatArray:
     try:
         values = np.asarray(column, dtype=np.float64)
+    except OverflowError:  # an integer beyond a double: name it
+        values = np.array([in_range(f"feature {name!r}", v) for v in column])
     except (TypeError, ValueError):
         raise InvalidRecordError(f"feature {name!r}: values must be numbers") from None
     if values.ndim != 1 or not np.isfinite(values).all():

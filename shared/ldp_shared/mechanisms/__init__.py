@@ -7,7 +7,10 @@ count-mean sketch) for those of an open domain, ``pem`` for strings
 whose frequent values the aggregator discovers, ``hadamard`` for a declared
 domain of up to 2^22 values (listed, or the integers ``0 … d−1``), ``duchi``,
 ``piecewise``, ``hybrid``, ``laplace`` and ``gaussian`` (ε, δ) for means of bounded
-numbers, ``histogram`` for their distribution over chosen bins.
+numbers, ``histogram`` for their distribution over chosen bins; for values a device
+reports repeatedly, ``l-grr`` (categorical) and ``dbitflippm`` (a bounded number's
+histogram), whose permanent randomization the device memoises
+(:mod:`ldp_shared.mechanisms.longitudinal`).
 :mod:`ldp_shared.mechanisms.base` defines the interface a module implements and
 :mod:`ldp_shared.mechanisms.registry` maps names to spec classes; ``docs/mechanisms.md``
 lists the steps to add one.
@@ -22,6 +25,7 @@ from ldp_shared.mechanisms.base import (
     Unpacked,
 )
 from ldp_shared.mechanisms.count_mean_sketch import CountMeanSketch, CountMeanSketchSpec
+from ldp_shared.mechanisms.dbitflip import DBitFlipPM, DBitFlipSpec
 from ldp_shared.mechanisms.duchi import DuchiRandomizer, DuchiSpec
 from ldp_shared.mechanisms.exponential import ExponentialRandomizer, ExponentialSpec
 from ldp_shared.mechanisms.gaussian import GaussianRandomizer, GaussianSpec
@@ -33,7 +37,9 @@ from ldp_shared.mechanisms.hadamard import HadamardResponse, HadamardSpec
 from ldp_shared.mechanisms.histogram import HistogramGRR, HistogramOUE, HistogramSpec
 from ldp_shared.mechanisms.hybrid import HybridRandomizer, HybridSpec
 from ldp_shared.mechanisms.laplace import LaplaceRandomizer, LaplaceSpec
+from ldp_shared.mechanisms.lgrr import LongitudinalGRR, LongitudinalGRRSpec
 from ldp_shared.mechanisms.local_hashing import LocalHashing, LocalHashingSpec
+from ldp_shared.mechanisms.longitudinal import LongitudinalRandomizer
 from ldp_shared.mechanisms.mask import Mask, MaskSpec
 from ldp_shared.mechanisms.piecewise import PiecewiseRandomizer, PiecewiseSpec
 from ldp_shared.mechanisms.prefix_hashing import PrefixHashing, PrefixHashingSpec
@@ -50,6 +56,8 @@ __all__ = [
     "Blocks",
     "CountMeanSketch",
     "CountMeanSketchSpec",
+    "DBitFlipPM",
+    "DBitFlipSpec",
     "DuchiRandomizer",
     "DuchiSpec",
     "ExponentialRandomizer",
@@ -69,6 +77,9 @@ __all__ = [
     "LaplaceSpec",
     "LocalHashing",
     "LocalHashingSpec",
+    "LongitudinalGRR",
+    "LongitudinalGRRSpec",
+    "LongitudinalRandomizer",
     "Mask",
     "MaskSpec",
     "OptimizedUnaryEncoding",

@@ -31,8 +31,6 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     GetJsonSchemaHandler,
     ModelWrapValidatorHandler,
@@ -44,6 +42,7 @@ from pydantic_core import CoreSchema
 from ldp_shared.identifiers import AttributeName
 from ldp_shared.kernel import FrequencyEstimate
 from ldp_shared.mechanisms.likelihood import ReportChannel
+from ldp_shared.request_model import RequestModel
 
 EPSILON_SLACK = 1e-9
 """Largest relative excess of a randomizer's exact ε over the ε allotted to it: floating
@@ -111,6 +110,13 @@ class Randomizer(ABC):
     def perturb(self, values: Any, rng: np.random.Generator | None = None) -> NDArray[Any]:
         """Perturbed answers for a batch of encoded true values (vectorised)."""
 
+    def perturb_packed(
+        self, values: Any, rng: np.random.Generator | None = None
+    ) -> NDArray[np.uint8]:
+        """The packed segments of a batch: ``pack(perturb(values, rng))``, which a
+        mechanism may draw more directly (the same distribution)."""
+        return self.pack(self.perturb(values, rng))
+
     @abstractmethod
     def pack(self, answers: NDArray[Any]) -> NDArray[np.uint8]:
         """The segment bytes (``n × segment.byte_length``) of a batch of answers."""
@@ -158,7 +164,7 @@ class Randomizer(ABC):
         return out
 
 
-class AttributeSpec(BaseModel):
+class AttributeSpec(RequestModel):
     """The parameters every attribute has; each mechanism's spec class adds its own.
 
     Capabilities a mechanism declares (class variables, read by the accountant, the
@@ -176,8 +182,6 @@ class AttributeSpec(BaseModel):
     values have an order, so a CDF, mean rank and median mean something) and
     :attr:`bin_edges` (its values are the bins of a number, so quantiles apply).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     takes_budget: ClassVar[bool] = True
     is_basket: ClassVar[bool] = False

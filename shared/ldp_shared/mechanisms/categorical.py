@@ -9,7 +9,8 @@ two segment encodings their answers travel in (see ``docs/wire-format.md``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -65,10 +66,15 @@ class CategoricalSpec(AttributeSpec):
     def values(self) -> list[str]:
         return list(self.domain)
 
+    @cached_property
+    def value_lookup(self) -> dict[str, int]:
+        """Each domain value's index, built once per spec (a config rebuilds none)."""
+        return {value: i for i, value in enumerate(self.domain)}
+
     def encode(self, column: Sequence[Any] | NDArray[Any]) -> NDArray[Any]:
         """The index in the domain of every value of ``column``."""
         error = f"attribute {self.name!r}: value {{bad}} is not in its domain"
-        return domain_indices(self.domain, column, error)
+        return domain_indices(self.domain, column, error, self.value_lookup)
 
 
 class BitwiseRandomizer(Randomizer):
@@ -143,19 +149,31 @@ class ValueIndexAnswers(Randomizer):
 
 
 def domain_indices(
-    domain: Sequence[str], values: Sequence[Any] | NDArray[Any], error: str
+    domain: Sequence[str],
+    values: Sequence[Any] | NDArray[Any],
+    error: str,
+    lookup: Mapping[str, int] | None = None,
 ) -> NDArray[np.int64]:
-    """The index in ``domain`` of every value.
+    """The index in ``domain`` of every value (``lookup``: the domain's, if kept).
 
     A value outside the domain raises :class:`InvalidRecordError` with the message
     ``error.format(bad=repr(value))`` followed by the allowed values (the first
-    :data:`LISTED_VALUES` of them).
+    :data:`LISTED_VALUES` of them). A numpy array of strings is found by binary search
+    in the sorted domain; any other column by one dictionary lookup per value, in one
+    C-level pass.
     """
-    lookup = {v: i for i, v in enumerate(domain)}
+    if isinstance(values, np.ndarray) and values.dtype.kind == "U" and values.ndim == 1:
+        names = np.asarray(domain, dtype=str)
+        order = np.argsort(names)
+        ordered = names[order]
+        at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+        if bool((ordered[at] == values).all()):
+            return order[at].astype(np.int64)
+    table = {v: i for i, v in enumerate(domain)} if lookup is None else lookup
     try:
-        return np.fromiter(map(lookup.__getitem__, values), dtype=np.int64, count=len(values))
+        return np.fromiter(map(table.__getitem__, values), dtype=np.int64, count=len(values))
     except (KeyError, TypeError):
-        bad = next(v for v in values if not isinstance(v, str) or v not in lookup)
+        bad = next(v for v in values if not isinstance(v, str) or v not in table)
         message = f"{error.format(bad=repr(bad))}; {allowed_values(domain)}"
         raise InvalidRecordError(message) from None
 

@@ -58,13 +58,14 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
 
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.kernel import FloatArray
+from ldp_shared.mechanisms._checks import check_epsilon
 from ldp_shared.mechanisms.integer_channel import integer_channel
 from ldp_shared.mechanisms.laplace import MAX_CELLS, MAX_LEVELS, TIE, worst_variance
 from ldp_shared.mechanisms.lattice import LatticeChannel, LatticeRandomizer, lattice_channel
@@ -82,6 +83,7 @@ MAX_STEPS = 1 << 16
 def _check(epsilon: float, delta: float, sensitivity: float) -> None:
     if not (math.isfinite(epsilon) and epsilon > 0.0):
         raise ConfigurationError(f"the Gaussian mechanism needs a finite ε > 0, got {epsilon!r}")
+    check_epsilon(epsilon, mechanism="the Gaussian mechanism")
     if not 0.0 < delta < 1.0:
         raise ConfigurationError(f"δ must be in the open interval (0, 1), got {delta!r}")
     if not (math.isfinite(sensitivity) and sensitivity > 0.0):
@@ -297,6 +299,8 @@ class GaussianSpec(NumericSpec):
 @dataclass(frozen=True)
 class GaussianRandomizer(LatticeRandomizer):
     """Discrete Gaussian noise at ``(epsilon, target_delta)`` on the level grid of ``[lo, hi]``."""
+
+    mechanism: ClassVar[str] = "gaussian"
 
     target_delta: float
     calibration: Calibration = "analytic"

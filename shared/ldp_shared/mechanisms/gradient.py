@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 
 from ldp_shared.errors import ConfigurationError, InvalidQueryError, InvalidRecordError
 from ldp_shared.kernel import FloatArray, FrequencyEstimate
-from ldp_shared.mechanisms._checks import check_epsilon
+from ldp_shared.mechanisms._checks import MAX_EPSILON, check_epsilon
 from ldp_shared.mechanisms.base import Blocks, Randomizer, StatsBlock
 from ldp_shared.mechanisms.lattice import LatticeChannel, level_values
 
@@ -149,13 +149,21 @@ def check_vectors(values: Any, dimension: int) -> FloatArray:
     return g
 
 
-def check_parameters(dimension: int, epsilon: float, bound: float) -> float:
-    """Refuse a bad ``d``, ε or bound (:class:`ConfigurationError`); ε as a float."""
+def check_parameters(
+    dimension: int,
+    epsilon: float,
+    bound: float,
+    mechanism: str = "a gradient mechanism",
+    most: float = MAX_EPSILON,
+    least: float = 0.0,
+) -> float:
+    """Refuse a bad ``d``, ε (outside ``(least, most]``: the one rule of ``_checks.py``) or
+    bound (:class:`ConfigurationError`); ε as a float."""
     if isinstance(dimension, bool) or int(dimension) != dimension or dimension < 1:
         raise ConfigurationError(f"a gradient needs a dimension >= 1, got {dimension!r}")
     if dimension > MAX_DIMENSION:
         raise ConfigurationError(f"a gradient has at most {MAX_DIMENSION} coordinates")
-    eps = check_epsilon(epsilon)
+    eps = check_epsilon(epsilon, most, mechanism, least)
     if math.isinf(eps):
         raise ConfigurationError("a gradient mechanism needs a finite ε")
     if not (math.isfinite(bound) and bound > 0.0):

@@ -74,6 +74,7 @@ from numpy.typing import NDArray
 
 from ldp_shared.errors import ConfigurationError, InvalidQueryError, InvalidRecordError
 from ldp_shared.kernel import FloatArray
+from ldp_shared.mechanisms._checks import check_epsilon
 from ldp_shared.mechanisms.base import Blocks, Segment, StatsBlock, Unpacked
 from ldp_shared.mechanisms.gaussian import TAIL_SDS, analytic_gaussian_delta
 from ldp_shared.mechanisms.gradient import (
@@ -211,7 +212,8 @@ def build_gaussian_vector(epsilon: float, delta: float, dimension: int) -> Gauss
     else:
         raise ConfigurationError(
             f"the discrete Gaussian at ε = {epsilon!r}, δ = {delta!r} needs a noise table of"
-            f" more than {MAX_NOISE_CELLS} cells; use a larger ε or δ"
+            f" more than {MAX_NOISE_CELLS} cells, or loses more than δ to its rounding; use a"
+            f" larger δ, or a {'larger' if epsilon < 1.0 else 'smaller'} ε"
         )
     table = noise_table(sigma)
     margin = (table.outputs - 1) // 2
@@ -262,15 +264,19 @@ class L2Gaussian(GradientRandomizer):
     noise: GaussianVectorNoise = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = check_parameters(self.dimension, self.epsilon, self.bound)
+        eps = check_parameters(self.dimension, self.epsilon, self.bound, self.name, math.inf)
         if not (isinstance(self.target_delta, float | int) and 0.0 < self.target_delta < 1.0):
             raise ConfigurationError(
                 f"l2-gaussian needs δ in the open interval (0, 1), got {self.target_delta!r}"
             )
+        d, delta = int(self.dimension), float(self.target_delta)
+        room = delta * TOTAL / (3.0 * d) - 1.0  # (1 + e^ε)·d·η₁ <= δ with η₁ >= 3·2^−53
+        most = math.log(room) if room > 1.0 else 0.0
+        check_epsilon(eps, most, f"l2-gaussian at δ = {delta:g} on {d} coordinates")
         object.__setattr__(self, "epsilon", eps)
-        object.__setattr__(self, "dimension", int(self.dimension))
-        object.__setattr__(self, "target_delta", float(self.target_delta))
-        noise = build_gaussian_vector(eps, self.target_delta, self.dimension)
+        object.__setattr__(self, "dimension", d)
+        object.__setattr__(self, "target_delta", delta)
+        noise = build_gaussian_vector(eps, delta, d)
         object.__setattr__(self, "noise", noise)
 
     @classmethod

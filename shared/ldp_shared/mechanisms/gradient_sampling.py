@@ -44,6 +44,7 @@ unsigned integer and the cell as 1 byte (``G <= 256``). A report with a coordina
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -53,6 +54,7 @@ from numpy.typing import NDArray
 
 from ldp_shared.errors import ConfigurationError, InvalidRecordError
 from ldp_shared.kernel import FloatArray
+from ldp_shared.mechanisms._checks import MAX_EPSILON, check_epsilon
 from ldp_shared.mechanisms.base import Segment, Unpacked
 from ldp_shared.mechanisms.gradient import (
     GradientNorm,
@@ -65,7 +67,7 @@ from ldp_shared.mechanisms.gradient import (
 )
 from ldp_shared.mechanisms.hybrid import build_hybrid
 from ldp_shared.mechanisms.lattice import LatticeChannel, round_to_levels
-from ldp_shared.mechanisms.piecewise import build_piecewise
+from ldp_shared.mechanisms.piecewise import LARGEST_EPSILON, build_piecewise
 from ldp_shared.rand import resolve_rng
 
 EPSILON_PER_SAMPLE = 2.5
@@ -111,14 +113,25 @@ class SampledGradient(LatticeGradient):
     channel: LatticeChannel = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = check_parameters(self.dimension, self.epsilon, self.bound)
-        k = sample_count(self.dimension, eps) if self.samples is None else self.samples
-        if isinstance(k, bool) or int(k) != k or not 1 <= k <= self.dimension:
-            raise ConfigurationError(f"samples must be 1 … {self.dimension}, got {k!r}")
+        eps = check_parameters(self.dimension, self.epsilon, self.bound, self.name, math.inf)
+        d = int(self.dimension)
+        k = sample_count(d, eps) if self.samples is None else self.samples
+        if isinstance(k, bool) or int(k) != k or not 1 <= k <= d:
+            raise ConfigurationError(f"samples must be 1 … {d}, got {k!r}")
+        # ε/k is at most ε/d once k = d, below 5 before: the job's ε is limited by d·ε₁'s
+        most = min(MAX_EPSILON, (d if self.samples is None else int(k)) * LARGEST_EPSILON)
+        what = f"{self.name} on {d} coordinates"
+        check_epsilon(eps, most, what)
         object.__setattr__(self, "epsilon", eps)
-        object.__setattr__(self, "dimension", int(self.dimension))
+        object.__setattr__(self, "dimension", d)
         object.__setattr__(self, "k", int(k))
-        channel = self.build(eps / k)
+        try:
+            channel = self.build(eps / k)
+        except ConfigurationError as error:  # said of ε/k: say it of the ε asked for
+            each = "" if k == 1 else f" (it answers k = {k} coordinates at ε/k = {eps / k:.4g})"
+            raise ConfigurationError(
+                f"{what} cannot run at ε = {eps:g}{each}: {error.detail}"
+            ) from None
         if channel.cells > 256:
             raise ConfigurationError("a sampled coordinate's cell travels in one byte")
         object.__setattr__(self, "channel", channel)

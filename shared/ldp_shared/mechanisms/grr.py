@@ -60,6 +60,12 @@ def grr_probabilities(d: int, epsilon: float) -> tuple[float, float]:
     return 1.0 / denom, math.exp(-epsilon) / denom
 
 
+def apply_grr_noise(idx: NDArray[np.int64], noise: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The answers for true indices ``idx`` under :meth:`GeneralizedRandomizedResponse.
+    draw_noise`'s ``noise``: the true index, or the ``r``-th of the others (skipping it)."""
+    return np.where(noise < 0, idx, noise + (noise >= idx))
+
+
 @register
 class GeneralizedRandomizedResponseSpec(CategoricalSpec):
     """An attribute reported by generalised randomized response."""
@@ -98,11 +104,15 @@ class GeneralizedRandomizedResponse(ValueIndexAnswers, BitwiseRandomizer):
     ) -> NDArray[np.int64]:
         """Reported value indices: the true one with probability ``p``, else a uniform other."""
         idx = check_indices(values, self.d)
-        gen = resolve_rng(rng)
-        keep = gen.random(idx.size) < self.p
-        other = np.floor(gen.random(idx.size) * (self.d - 1)).astype(np.int64)
-        other += other >= idx  # skip the true value: uniform over the d-1 others
-        return np.where(keep, idx, other)
+        return apply_grr_noise(idx, self.draw_noise(idx.size, resolve_rng(rng)))
+
+    def draw_noise(self, n: int, rng: np.random.Generator) -> NDArray[np.int64]:
+        """The randomness of ``n`` answers, drawn before the values are known: ``-1`` to
+        keep the true value (probability ``p``), else the rank ``r ∈ [0, d − 2]`` of the
+        reported value among the ``d − 1`` others (uniform). See :func:`apply_grr_noise`."""
+        keep = rng.random(n) < self.p
+        other = np.floor(rng.random(n) * (self.d - 1)).astype(np.int64)
+        return np.where(keep, -1, other)
 
     def counts(self, reported: ArrayLike) -> NDArray[np.int64]:
         """``C_v``: how many reports equal each value (the sufficient statistic)."""

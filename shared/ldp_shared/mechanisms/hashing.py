@@ -135,6 +135,25 @@ def key_of(data: bytes, salt: bytes) -> int:
     return int.from_bytes(hasher.digest(), "big")
 
 
+def keys_of(data: Sequence[bytes], salt: bytes) -> NDArray[np.uint64]:
+    """The 64-bit keys (step 2) of many tagged value bytes: one digest each, read at once."""
+    blake = hashlib.blake2b
+    digests = b"".join([blake(item, digest_size=8, key=salt).digest() for item in data])
+    return np.frombuffer(digests, dtype=">u8").astype(np.uint64)
+
+
+def _plain_ascii(distinct: list[Any], max_length: int) -> list[bytes] | None:
+    """The tagged bytes of distinct values that are all non-empty ASCII strings within
+    ``max_length`` (their own NFC, checked together); ``None`` when any is not."""
+    if not distinct or set(map(type, distinct)) != {str}:
+        return None
+    if not "".join(distinct).isascii() or not min(map(len, distinct)) > 0:
+        return None
+    if max(map(len, distinct)) > max_length:
+        return None
+    return [STRING_TAG + value.encode("ascii") for value in distinct]
+
+
 def hash_keys(
     values: Sequence[Any] | NDArray[Any],
     salt: str,
@@ -151,9 +170,10 @@ def hash_keys(
         except TypeError:  # an unhashable value: the loop below names it
             pass
         else:
-            found = {
-                v: key_of(value_bytes(v, "string", max_length, what), salt_bytes) for v in distinct
-            }
+            data = _plain_ascii(distinct, max_length)
+            if data is None:
+                data = [value_bytes(v, "string", max_length, what) for v in distinct]
+            found = dict(zip(distinct, keys_of(data, salt_bytes).tolist(), strict=True))
             return np.fromiter(map(found.__getitem__, values), dtype=np.uint64, count=len(values))
     seen: dict[tuple[type, Any], int] = {}  # by type too: True == 1 but only 1 is a value
     keys = np.empty(len(values), dtype=np.uint64)

@@ -69,6 +69,23 @@ def _number(x: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
+def bin_labels(edges: Sequence[float]) -> list[str]:
+    """One label per bin: ``[e_k, e_{k+1})``, the last one closed."""
+    text = [_number(e) for e in edges]
+    labels = [f"[{a}, {b})" for a, b in itertools.pairwise(text)]
+    labels[-1] = labels[-1][:-1] + "]"
+    return labels
+
+
+def bin_indices(
+    name: str, column: Sequence[Any] | NDArray[Any], edges: Sequence[float]
+) -> NDArray[np.int64]:
+    """Each value's bin index among ``edges``, after clipping it into ``[e_0, e_B]``."""
+    x = np.clip(finite_numbers(name, column), edges[0], edges[-1])
+    inner = np.asarray(edges[1:-1], dtype=np.float64)
+    return np.searchsorted(inner, x, side="right").astype(np.int64)
+
+
 @register
 class HistogramSpec(AttributeSpec):
     """A number reported as its bin among administrator-chosen edges."""
@@ -78,6 +95,7 @@ class HistogramSpec(AttributeSpec):
         min_length=3,
         max_length=MAX_BINS + 1,
         description="bin edges e_0 < … < e_B (B ≥ 2 bins); values are clipped to [e_0, e_B]",
+        json_schema_extra={"uniqueItems": True},  # increasing, so distinct (checked below)
     )
     channel: ChannelName = Field(
         default="auto", description="the categorical channel of the bin: auto, grr or oue"
@@ -116,11 +134,7 @@ class HistogramSpec(AttributeSpec):
 
     @property
     def values(self) -> list[str]:
-        """One label per bin: ``[e_k, e_{k+1})``, the last one closed."""
-        text = [_number(e) for e in self.edges]
-        labels = [f"[{a}, {b})" for a, b in itertools.pairwise(text)]
-        labels[-1] = labels[-1][:-1] + "]"
-        return labels
+        return bin_labels(self.edges)
 
     @property
     def is_ordered(self) -> bool:
@@ -131,10 +145,7 @@ class HistogramSpec(AttributeSpec):
         return list(self.edges)
 
     def encode(self, column: Sequence[Any] | NDArray[Any]) -> NDArray[np.int64]:
-        """Each value's bin index, after clipping it into ``[lo, hi]``."""
-        x = np.clip(finite_numbers(self.name, column), self.lo, self.hi)
-        inner = np.asarray(self.edges[1:-1], dtype=np.float64)
-        return np.searchsorted(inner, x, side="right").astype(np.int64)
+        return bin_indices(self.name, column, self.edges)
 
     def channel_for(self, epsilon: float) -> Literal["grr", "oue"]:
         """The channel this spec uses at ``epsilon`` (``auto`` resolved)."""

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -51,7 +51,11 @@ from ldp_shared.mechanisms.lattice import (
     level_values,
 )
 from ldp_shared.mechanisms.numeric import NumericSpec
-from ldp_shared.mechanisms.piecewise import piecewise_channel, piecewise_scale
+from ldp_shared.mechanisms.piecewise import (
+    LARGEST_EPSILON,
+    piecewise_channel,
+    piecewise_scale,
+)
 from ldp_shared.mechanisms.registry import register
 
 LEVELS = 128
@@ -104,6 +108,9 @@ class HybridSpec(NumericSpec):
 @dataclass(frozen=True)
 class HybridRandomizer(LatticeRandomizer):
     """HM at ``epsilon`` for values in ``[lo, hi]``: PM and Duchi cells side by side."""
+
+    mechanism: ClassVar[str] = "hybrid"
+    largest_epsilon: ClassVar[float] = LARGEST_EPSILON
 
     def build(self) -> LatticeChannel:
         return build_hybrid(self.epsilon)

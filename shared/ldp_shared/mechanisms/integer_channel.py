@@ -94,9 +94,11 @@ def integer_channel(probabilities: FloatArray, epsilon: float) -> IntegerChannel
     weights = quantise(probabilities)
     exact = channel_epsilon(weights / float(TOTAL))
     if exact > epsilon * (1.0 + EPSILON_SLACK):
+        small = epsilon < 1.0  # probabilities too close together, else too close to 0
         raise ConfigurationError(
-            f"ε = {epsilon!r} needs report probabilities below what 53-bit weights represent"
-            f" (the quantised channel spends {exact!r}); use a smaller ε"
+            f"ε = {epsilon!r} needs report probabilities"
+            f" {'closer together' if small else 'smaller'} than 53-bit weights represent"
+            f" (the quantised channel spends {exact!r}); use a {'larger' if small else 'smaller'} ε"
         )
     cumulative = np.cumsum(weights, axis=0).astype(np.uint64)
     for array in (weights, cumulative):

@@ -50,7 +50,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -74,8 +74,10 @@ WORST_CASE_GRID = 4097
 def window(epsilon: float, levels: int) -> int:
     """``M``: the largest clamp margin whose smallest cell probability is at least
     ``MIN_PROBABILITY/ε`` (negative when even ``M = 0`` is below it)."""
-    c = math.tanh(epsilon / (2.0 * levels))  # (1 − r)/(1 + r)
-    return math.floor(math.log(c * epsilon / MIN_PROBABILITY) * levels / epsilon - levels)
+    ratio = math.tanh(epsilon / (2.0 * levels)) * epsilon / MIN_PROBABILITY  # (1 − r)/(1 + r)·…
+    if not ratio > 0.0:  # underflows at a tiny ε: no window
+        return -1
+    return math.floor(math.log(ratio) * levels / epsilon - levels)
 
 
 def candidates(epsilon: float) -> list[tuple[int, int]]:
@@ -140,6 +142,8 @@ class LaplaceSpec(NumericSpec):
 @dataclass(frozen=True)
 class LaplaceRandomizer(LatticeRandomizer):
     """Discrete Laplace noise at ``epsilon`` on the level grid of ``[lo, hi]``."""
+
+    mechanism: ClassVar[str] = "laplace"
 
     def build(self) -> LatticeChannel:
         return build_laplace(self.epsilon)

@@ -54,14 +54,14 @@ from __future__ import annotations
 import math
 from abc import abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ldp_shared.errors import ConfigurationError, InvalidQueryError, InvalidRecordError
 from ldp_shared.kernel import FloatArray, FrequencyEstimate
-from ldp_shared.mechanisms._checks import check_epsilon
+from ldp_shared.mechanisms._checks import MAX_EPSILON, check_epsilon
 from ldp_shared.mechanisms.base import Blocks, Randomizer, Segment, StatsBlock, Unpacked
 from ldp_shared.mechanisms.categorical import index_segment, pack_index, unpack_index
 from ldp_shared.mechanisms.integer_channel import IntegerChannel, integer_channel
@@ -149,7 +149,15 @@ def lattice_channel(ideal: FloatArray, epsilon: float) -> LatticeChannel:
     if not 2 <= cells <= MAX_CELLS:
         raise ConfigurationError(f"a lattice channel needs 2 to {MAX_CELLS} cells, got {cells}")
     # columns renormalised: quantise closes a column's gap one unit per cell and step
-    quantised = integer_channel(ideal / ideal.sum(axis=0, keepdims=True), epsilon)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        normalised = ideal / ideal.sum(axis=0, keepdims=True)
+    if not np.isfinite(normalised).all():  # e.g. every probability underflowed at a tiny ε
+        raise ConfigurationError(
+            f"ε = {epsilon:g} is too {'small' if epsilon < 1.0 else 'large'}: the mechanism's"
+            " probabilities are not finite in floating point; use a"
+            f" {'larger' if epsilon < 1.0 else 'smaller'} ε"
+        )
+    quantised = integer_channel(normalised, epsilon)
     matrix = quantised.matrix
     t = level_values(columns - 1)
     v, residual = weighted_decoder(matrix, t)
@@ -179,13 +187,18 @@ class LatticeRandomizer(Randomizer):
     """A lattice mechanism at ``epsilon`` for values in ``[lo, hi]``; a subclass supplies
     its channel (:meth:`build`) and the parameters it publishes besides the lattice's."""
 
+    mechanism: ClassVar[str] = "a lattice mechanism"
+    largest_epsilon: ClassVar[float] = MAX_EPSILON
+    """The largest ε whose channel can be built (the one rule of ``_checks.py``)."""
+
     epsilon: float
     lo: float
     hi: float
     channel: LatticeChannel = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        eps = check_epsilon(self.epsilon, self.largest_epsilon, self.mechanism)
+        object.__setattr__(self, "epsilon", eps)
         if math.isinf(self.epsilon):
             raise ConfigurationError(f"{type(self).__name__} needs a finite ε")
         object.__setattr__(self, "channel", self.build())

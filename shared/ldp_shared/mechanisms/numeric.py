@@ -47,21 +47,37 @@ class NumericSpec(AttributeSpec):
 
 def finite_numbers(name: str, column: Sequence[Any] | NDArray[Any]) -> FloatArray:
     """A column of numbers as float64; :class:`InvalidRecordError` naming the first value
-    that is not a number (a string, a bool, ``None``) or not finite (``NaN``, ``±inf``)."""
+    that is not a number (a string, a bool, ``None``), out of a double's range (an integer
+    such as ``10**400``) or not finite (``NaN``, ``±inf``)."""
     raw = np.asarray(column)
     if raw.dtype.kind not in "iuf" or raw.ndim != 1:
         bad = [v for v in list(column) if isinstance(v, bool) or not isinstance(v, int | float)]
-        raise InvalidRecordError(
-            f"attribute {name!r}: value {bad[0]!r} is not a number"
-            if bad
-            else f"attribute {name!r}: values must be numbers"
-        )
+        if bad or raw.ndim != 1:
+            raise InvalidRecordError(
+                f"attribute {name!r}: value {bad[0]!r} is not a number"
+                if bad
+                else f"attribute {name!r}: values must be numbers"
+            )
+        raw = np.array([in_range(f"attribute {name!r}", v) for v in column])  # beyond int64
     values = raw.astype(np.float64)
     finite = np.isfinite(values)
     if not finite.all():
         bad_value = float(values[np.flatnonzero(~finite)[0]])
         raise InvalidRecordError(f"attribute {name!r}: value {bad_value!r} is not a finite number")
     return values
+
+
+def in_range(where: str, value: Any) -> float:
+    """``value`` as a float; :class:`InvalidRecordError` (said of ``where``) for an integer
+    beyond a double's range, shown by its first digits and length."""
+    try:
+        return float(value)
+    except OverflowError:
+        digits = str(abs(int(value)))
+        raise InvalidRecordError(
+            f"{where}: value {'-' if value < 0 else ''}{digits[:6]}… ({len(digits)} digits)"
+            " is out of range: a number must lie within ±1.8e308"
+        ) from None
 
 
 def to_unit(x: FloatArray, lo: float, hi: float) -> FloatArray:

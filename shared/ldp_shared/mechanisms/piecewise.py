@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -60,6 +60,11 @@ LEVELS = 128
 up to ε = 8)."""
 CELLS = 256
 """``G``: equal cells of ``[−C, C]``, one index byte."""
+LARGEST_EPSILON = 76.24
+"""The largest ε the lattice PM channel (and HM's) takes: above about 76.2462 (measured
+by bisection; ``tests/shared/mechanisms/test_epsilon_rule.py``) the band ``[l, r]``, of
+width ``2/(e^{ε/2} − 1)``, is far narrower than a cell, and the quantised channel has no
+unbiased decoder (residual 1); it already spends only about 36.7 there."""
 
 
 def piecewise_scale(epsilon: float) -> float:
@@ -112,6 +117,9 @@ class PiecewiseSpec(NumericSpec):
 @dataclass(frozen=True)
 class PiecewiseRandomizer(LatticeRandomizer):
     """PM at ``epsilon`` for values in ``[lo, hi]``, answered on ``G`` cells."""
+
+    mechanism: ClassVar[str] = "piecewise"
+    largest_epsilon: ClassVar[float] = LARGEST_EPSILON
 
     def build(self) -> LatticeChannel:
         return build_piecewise(self.epsilon)

@@ -30,6 +30,7 @@ Segment ``prefix-hashed``, 4 bytes: ``ℓ − 1`` (one byte), ``j`` (big-endian 
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -57,7 +58,6 @@ from ldp_shared.mechanisms.base import (
 from ldp_shared.mechanisms.hashing import (
     SALT_PATTERN,
     STRING_TAG,
-    key_of,
     new_salt,
     value_bytes,
 )
@@ -127,19 +127,28 @@ class PrefixHashingSpec(AttributeSpec):
         return [value_bytes(v, "string", self.max_length, what)[1:] for v in column]
 
     def encode(self, column: Sequence[Any] | NDArray[Any]) -> NDArray[np.uint64]:
-        """Each value's key at every level (``n × L``), each distinct value hashed once."""
-        data = self.value_bytes(column)
+        """Each value's key at every level (``n × L``), each distinct value checked and
+        hashed once."""
         salt = bytes.fromhex(self.salt)
         levels = self.max_length
-        rows: dict[bytes, NDArray[np.uint64]] = {}
-        out = np.empty((len(data), levels), dtype=np.uint64)
-        for i, value in enumerate(data):
-            row = rows.get(value)
-            if row is None:
-                row = level_keys(value, levels, salt)
-                rows[value] = row
-            out[i] = row
-        return out
+        try:  # strings (and bytes) equal only their own kind: one check each suffices
+            distinct = list(dict.fromkeys(column))
+        except TypeError:  # an unhashable value (a bytearray, or not a value at all)
+            distinct = None
+        data = self.value_bytes(column if distinct is None else distinct)
+        slots: dict[bytes, int] = {}  # by the bytes after NFC: two spellings, one hashing
+        table: list[NDArray[np.uint64]] = []
+        for value in data:
+            if value not in slots:
+                slots[value] = len(table)
+                table.append(level_keys(value, levels, salt))
+        if not table:
+            return np.empty((0, levels), dtype=np.uint64)
+        rows = np.fromiter(map(slots.__getitem__, data), dtype=np.int64, count=len(data))
+        if distinct is not None:
+            position = {value: i for i, value in enumerate(distinct)}
+            rows = rows[np.fromiter(map(position.__getitem__, column), np.int64, len(column))]
+        return np.stack(table)[rows]
 
     def canonical_value(self, value: Any) -> str:
         """The key of the whole string in hex (its spellings in NFC and NFD are one)."""
@@ -155,12 +164,19 @@ class PrefixHashingSpec(AttributeSpec):
 
 
 def level_keys(value: bytes, levels: int, salt: bytes) -> NDArray[np.uint64]:
-    """The keys of one value at levels ``1..levels``."""
-    complete = key_of(complete_key_bytes(value), salt)
-    row = np.full(levels, complete, dtype=np.uint64)
+    """The keys of one value at levels ``1..levels``.
+
+    The prefix keys are digests of ``p`` followed by ever longer prefixes: one running
+    keyed BLAKE2b takes a byte per level and is copied to read each digest (the digest
+    of a message fed in pieces is the digest of the whole)."""
+    complete = hashlib.blake2b(complete_key_bytes(value), digest_size=8, key=salt).digest()
+    running = hashlib.blake2b(PREFIX_TAG, digest_size=8, key=salt)
+    digests: list[bytes] = []
     for level in range(1, min(len(value), levels + 1)):
-        row[level - 1] = key_of(prefix_key_bytes(value[:level]), salt)
-    return row
+        running.update(value[level - 1 : level])
+        digests.append(running.copy().digest())
+    digests.extend([complete] * (levels - len(digests)))
+    return np.frombuffer(b"".join(digests), dtype=">u8").astype(np.uint64)
 
 
 @dataclass(frozen=True, eq=False)

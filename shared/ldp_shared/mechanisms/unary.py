@@ -34,7 +34,6 @@ from numpy.typing import ArrayLike, NDArray
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.kernel import (
     FloatArray,
-    bernoulli_matrix,
     debias,
     frequency_variance,
     unary_epsilon,
@@ -43,6 +42,7 @@ from ldp_shared.mechanisms._checks import check_domain_size, check_epsilon, chec
 from ldp_shared.mechanisms.base import Blocks
 from ldp_shared.mechanisms.categorical import BitVectorRandomizer, CategoricalSpec
 from ldp_shared.mechanisms.likelihood import UnaryBitChannel
+from ldp_shared.mechanisms.packed_bits import bernoulli_rows, set_bits
 from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
@@ -107,16 +107,31 @@ class UnaryEncoding(BitVectorRandomizer):
     def perturb(
         self, values: ArrayLike, rng: np.random.Generator | None = None
     ) -> NDArray[np.bool_]:
-        """Perturbed one-hot rows (``n × d`` booleans) for the value indices ``values``.
+        """Perturbed one-hot rows (``n × d`` booleans) for the value indices ``values``:
+        :meth:`perturb_packed`, unpacked."""
+        packed = self.perturb_packed(values, rng)
+        return np.unpackbits(packed, axis=1, count=self.d).view(np.bool_)
 
-        The ``d-1`` false bits of a row are Bernoulli(q), drawn by their positions;
-        the true bit is then redrawn as Bernoulli(p).
+    def perturb_packed(
+        self, values: ArrayLike, rng: np.random.Generator | None = None
+    ) -> NDArray[np.uint8]:
+        """Perturbed one-hot rows, packed as the ``bits`` segment sends them.
+
+        The ``d`` bits of a row are drawn Bernoulli(q) already packed
+        (:func:`~ldp_shared.mechanisms.packed_bits.bernoulli_rows`); the true bit is then
+        redrawn as Bernoulli(p).
         """
         idx = check_indices(values, self.d)
-        gen = resolve_rng(rng)
-        bits = bernoulli_matrix(self.q, idx.size, self.d, gen)
-        bits[np.arange(idx.size), idx] = gen.random(idx.size) < self.p
-        return bits
+        rows, true_bits = self.draw_noise(idx.size, resolve_rng(rng))
+        set_bits(rows, idx, true_bits)
+        return rows
+
+    def draw_noise(
+        self, n: int, rng: np.random.Generator
+    ) -> tuple[NDArray[np.uint8], NDArray[np.bool_]]:
+        """The randomness of ``n`` answers, drawn before the values are known: packed
+        rows of Bernoulli(q) bits and the Bernoulli(p) bits that replace the true ones."""
+        return bernoulli_rows(self.q, n, self.d, rng), rng.random(n) < self.p
 
     def report_channel(self, stats: Blocks, n: int) -> UnaryBitChannel:
         """The per-bit channel (composite likelihood, see

@@ -3,7 +3,7 @@
 Format: https://www.sqlite.org/fileformat2.html. The ``reports`` table is ``WITHOUT
 ROWID``, so its rows live in an index B-tree: leaf pages (type 10) and interior pages
 (type 2) whose cells hold whole records ``(collection_id, report_id, received_day,
-bits)``. Two readers:
+period_start, bits)`` (before periods, without ``period_start``). Two readers:
 
 * :func:`wal_positions`: every frame of the ``-wal`` file, stale ones too (a frame
   whose salt is not the header's was written before the log last restarted and stays
@@ -96,7 +96,11 @@ def _report_key(page: bytes, at: int, known: Set[str]) -> tuple[int, str] | None
     at ``at``, if it is a known report's."""
     _, at = _varint(page, at)
     values = _record(page, at)
-    if len(values) != 4 or not isinstance(values[0], int) or not isinstance(values[1], str):
+    if (
+        len(values) not in (4, 5)
+        or not isinstance(values[0], int)
+        or not isinstance(values[1], str)
+    ):
         return None
     return (values[0], values[1]) if values[1] in known else None
 

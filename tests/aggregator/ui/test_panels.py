@@ -203,6 +203,30 @@ def test_the_rules_download_is_the_jobs_result(ui_client: TestClient) -> None:
     assert rows[0]["antecedent"] == "; ".join(rules[0]["antecedent"])
 
 
+def test_uninformative_rules_are_flagged_and_listed_last(ui_client: TestClient) -> None:
+    """400 baskets at p = 0.8: many rules' confidence intervals span most of [0, 1]; the
+    panel says how many, marks each of them after every informative rule, and the CSV
+    carries the flag."""
+    job = ui_client.post(
+        "/v1/collections/survey/itemsets",
+        json={"min_support": 0.05, "min_confidence": 0.0, "wait_seconds": 60},
+        headers=ANALYST,
+    ).json()
+    rules = job["result"]["rules"]
+    flags = [r["confidence_ci_high"] - r["confidence_ci_low"] < 0.5 for r in rules]
+    assert True in flags and False in flags
+    sign_in_client(ui_client)
+    page = ui_client.get(f"/ui/collections/survey/itemsets?job={job['id']}")
+    table = page.text[page.text.index('id="rules-table"') :].split("</table>")[0]
+    rows = re.findall(r"<tr( class=\"uninformative\")?><th scope=\"row\">", table)
+    assert [not marked for marked in rows] == flags == sorted(flags, reverse=True)
+    assert table.count("(uninformative)") == flags.count(False)
+    assert f"{flags.count(False)} of these rules are marked uninformative" in _text(page.text)
+    download = ui_client.get(f"/ui/collections/survey/itemsets/download/rules.csv?job={job['id']}")
+    column = [row["informative"] for row in csv.DictReader(io.StringIO(download.text))]
+    assert column == [str(flag) for flag in flags]
+
+
 def test_the_jobs_panel_follows_training_and_other_jobs(ui_client: TestClient) -> None:
     created = ui_client.post(jobs_path("car-nb"), json=training_spec(), headers=ANALYST)
     assert created.status_code == 201, created.text

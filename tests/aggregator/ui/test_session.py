@@ -4,6 +4,8 @@ site, the security headers, and the API docs served from this server."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 
 import pytest
@@ -187,6 +189,18 @@ def test_the_api_docs_load_nothing_from_another_site(ui_client: TestClient) -> N
         assert ui_client.get(asset).status_code == 200
     assert "http://" not in page.text and "https://" not in page.text
     assert ui_client.get("/redoc").status_code == 404  # it would load from a CDN
+
+
+def test_the_api_docs_carry_the_security_headers(ui_client: TestClient) -> None:
+    page = ui_client.get("/docs")
+    assert page.headers["x-frame-options"] == "DENY"
+    policy = page.headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in policy and "default-src 'none'" in policy
+    # the one inline script (it starts Swagger UI) runs by its hash, nothing else inline
+    (inline,) = re.findall(r"<script>(.*?)</script>", page.text, flags=re.DOTALL)
+    digest = base64.b64encode(hashlib.sha256(inline.encode()).digest()).decode()
+    assert f"script-src 'self' 'sha256-{digest}';" in policy
+    assert "unsafe-inline" not in policy
 
 
 def test_the_dashboard_loads_nothing_from_another_site(ui_client: TestClient) -> None:

@@ -57,6 +57,7 @@ def test_bad_records_and_layouts_are_refused() -> None:
     for change, message in [
         ({"age": [float("nan")]}, "finite"),
         ({"age": ["x"]}, "numbers"),
+        ({"age": [10**400]}, r"feature 'age': value 100000… \(401 digits\) is out of range"),
         ({"c": ["d"]}, "not in its domain"),
         ({"sex": ["f", "m"]}, "same length"),
     ]:

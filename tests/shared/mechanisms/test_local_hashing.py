@@ -126,25 +126,22 @@ def test_values_colliding_under_every_function_are_indistinguishable(epsilon: fl
     assert m.exact_epsilon == pytest.approx(epsilon, rel=1e-12)
 
 
-@pytest.mark.parametrize("epsilon", [1e308, math.inf])
-def test_overwhelming_epsilon_has_no_overflow_and_is_stated_infinite(epsilon: float) -> None:
-    """``e^-ε`` underflows: ``q = 0`` exactly, so the mechanism really is deterministic and
-    its exact ε is infinite; the accountant refuses such a collection."""
-    m = LocalHashing(k=K, epsilon=epsilon)
+def test_overwhelming_epsilon_has_no_overflow_and_is_stated_infinite() -> None:
+    """``e^-ε`` underflows at ε = ∞: ``q = 0`` exactly, so the mechanism really is
+    deterministic and its exact ε is infinite. A finite ε that large (1e308) is refused
+    by the one rule on ε, the mechanism and a collection alike."""
+    m = LocalHashing(k=K, epsilon=math.inf)
     assert (m.g, m.p, m.q) == (MAX_BUCKETS, 1.0, 0.0)
     assert m.exact_epsilon == math.inf
     keys = hash_keys(["a", "b", "c"], SALT, "string", 64, "w")
     assert channel_epsilon(flh_channel(m, keys)) == math.inf
     reported = m.perturb(np.repeat(keys, 50), seeded_rng(1))
     np.testing.assert_array_equal(reported[:, 1], buckets(np.repeat(keys, 50), reported[:, 0], m.g))
-    if math.isfinite(epsilon):
-        payload = {
-            "name": "w",
-            "epsilon": epsilon,
-            "attributes": [{"name": "word", "mechanism": "flh"}],
-        }
-        with pytest.raises(ConfigurationError, match="ε is too large"):
-            build_config(CollectionSpec.model_validate(payload))
+    with pytest.raises(ConfigurationError, match=r"ε = 1e\+308 is too large"):
+        LocalHashing(k=K, epsilon=1e308)
+    payload = {"name": "w", "epsilon": 1e308, "attributes": [{"name": "word", "mechanism": "flh"}]}
+    with pytest.raises(ConfigurationError, match="is too large"):
+        build_config(CollectionSpec.model_validate(payload))
 
 
 @pytest.mark.parametrize("epsilon", [50.0, 700.0])

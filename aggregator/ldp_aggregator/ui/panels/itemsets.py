@@ -15,6 +15,7 @@ from ldp_aggregator.itemsets import check_itemset_query, check_release
 from ldp_aggregator.jobs import ITEMSETS, job_view, runner_of
 from ldp_aggregator.storage.jobs import list_jobs
 from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView, Redirect
+from ldp_shared.analyses.itemsets.rules import UNINFORMATIVE_WIDTH
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidQueryError, NotFoundError
 from ldp_shared.itemset_wire import ItemsetJob, ItemsetQuery, ItemsetResult
@@ -39,13 +40,26 @@ def _job(ctx: PanelContext, job_id: str) -> ItemsetJob | None:
     return None
 
 
+def rule_flags(result: ItemsetResult | None) -> list[bool]:
+    """Per released rule, whether its confidence interval is informative (the API sorts
+    the uninformative ones last)."""
+    if result is None:
+        return []
+    return [rule.informative for rule in result.rules]
+
+
 def view(ctx: PanelContext) -> PanelView:
     job = _job(ctx, ctx.param("job"))
+    result = job.result if job is not None else None
+    flags = rule_flags(result)
     context: dict[str, Any] = {
         "baskets": basket_names(ctx.config),
         "defaults": DEFAULTS,
         "job": job,
-        "result": job.result if job is not None else None,
+        "result": result,
+        "informative": flags,
+        "uninformative": flags.count(False),
+        "uninformative_width": UNINFORMATIVE_WIDTH,
     }
     running = job is not None and job.status in ("queued", "running")
     return PanelView("panels/itemsets.html", context, refresh=running)
@@ -121,9 +135,10 @@ def rules_csv(ctx: PanelContext) -> Response:
     rows = [
         ["; ".join(r.antecedent), "; ".join(r.consequent)]
         + [getattr(r, column) for column in RULE_COLUMNS]
-        for r in result.rules
+        + [flag]
+        for r, flag in zip(result.rules, rule_flags(result), strict=True)
     ]
-    header = ["antecedent", "consequent", *RULE_COLUMNS]
+    header = ["antecedent", "consequent", *RULE_COLUMNS, "informative"]
     return _csv(header, rows, f"{result.collection}-{result.attribute}-rules.csv")
 
 

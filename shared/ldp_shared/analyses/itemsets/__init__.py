@@ -16,7 +16,10 @@ The package, in the order the miner uses it:
 * :mod:`.estimator`: the paper's unbiased supports (§4) and their standard errors.
 * :mod:`.mining`: :func:`mine_frequent_itemsets`, :func:`estimate_itemsets`,
   :func:`interval`.
-* :mod:`.rules`: :func:`association_rules`, :func:`itemsets_table` (mlxtend's form).
+* :mod:`.cells`: an itemset's ``2^k`` cell frequencies, projected onto the simplex
+  (:func:`consistent_supports`), from which the rules take their supports.
+* :mod:`.rules`: :func:`association_rules` (confidence in [0, 1], lift ≥ 0, clipped
+  intervals, :func:`informative`), :func:`itemsets_table` (mlxtend's form).
 * :mod:`.metrics`: the paper's ρ, σ+ and σ- (§5), :func:`evaluate`.
 
 Every public name is importable from here (``from ldp_shared.analyses.itemsets import
@@ -33,6 +36,7 @@ from ldp_shared.analyses.itemsets.bits import (
     PackedSource,
     column_sums,
 )
+from ldp_shared.analyses.itemsets.cells import consistent_supports
 from ldp_shared.analyses.itemsets.channel import BitChannel
 from ldp_shared.analyses.itemsets.counting import CountingMethod, ProgressCallback
 from ldp_shared.analyses.itemsets.metrics import (
@@ -50,13 +54,20 @@ from ldp_shared.analyses.itemsets.mining import (
     interval,
     mine_frequent_itemsets,
 )
-from ldp_shared.analyses.itemsets.rules import AssociationRule, association_rules, itemsets_table
+from ldp_shared.analyses.itemsets.rules import (
+    UNINFORMATIVE_WIDTH,
+    AssociationRule,
+    association_rules,
+    informative,
+    itemsets_table,
+)
 from ldp_shared.itemset_wire import MAX_ITEMSET_SIZE, check_mining_query
 
 __all__ = [
     "DEFAULT_CHUNK_ROWS",
     "DEFAULT_MAX_CANDIDATES",
     "MAX_ITEMSET_SIZE",
+    "UNINFORMATIVE_WIDTH",
     "AssociationRule",
     "BitChannel",
     "ByteMatrix",
@@ -75,9 +86,11 @@ __all__ = [
     "association_rules",
     "check_mining_query",
     "column_sums",
+    "consistent_supports",
     "estimate_itemsets",
     "evaluate",
     "evaluate_supports",
+    "informative",
     "interval",
     "itemsets_table",
     "mine_frequent_itemsets",

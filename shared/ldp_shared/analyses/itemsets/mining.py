@@ -250,8 +250,12 @@ def estimate_itemsets(
 
 
 def interval(result: FrequentItemsets, level: ItemsetLevel) -> tuple[FloatArray, FloatArray]:
-    """Normal intervals ``ŝ ± z·se`` at the result's confidence level."""
+    """Normal intervals ``ŝ ± z·se`` at the result's confidence level, clipped to [0, 1].
+
+    A support lies in [0, 1], so the clipped interval covers it exactly when the
+    unclipped one does: clipping costs no coverage.
+    """
     z = z_value(result.confidence)
-    low: FloatArray = level.support - z * level.stderr
-    high: FloatArray = level.support + z * level.stderr
+    low: FloatArray = np.clip(level.support - z * level.stderr, 0.0, 1.0)
+    high: FloatArray = np.clip(level.support + z * level.stderr, 0.0, 1.0)
     return low, high

@@ -108,8 +108,7 @@ def classify(config: CollectionConfig, n: int, sums: Sums, query: KnnQuery) -> K
     protocol = protocol_of(config)
     cells = config.spec.knn
     assert cells is not None and config.label is not None and config.epsilon is not None
-    if isinstance(query.k, bool) or query.k < 1:
-        raise InvalidQueryError(f"k must be a positive integer, got {query.k!r}")
+    query.check_k()
     space = cells.space
     z = space.standardise(space.scale_queries(query.points))
     scores = protocol.scores(counts_from_collection(protocol, config, n, sums), z, k=query.k)

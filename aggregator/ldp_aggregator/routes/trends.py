@@ -1,0 +1,86 @@
+"""Estimates over time (analyst): a trend, one estimate per period, and the difference
+between two windows."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from ldp_aggregator.auth import require_analyst
+from ldp_aggregator.deps import app_state
+from ldp_aggregator.problems import problem_responses
+from ldp_aggregator.routes.analyses import ConfidenceLevel
+from ldp_aggregator.routes.window_params import WindowFrom, WindowTo
+from ldp_aggregator.trends import difference_result, trend_result
+from ldp_shared.trend_wire import DifferenceResult, TrendResult
+
+router = APIRouter(prefix="/v1/collections", tags=["analyses"])
+
+Attribute = Annotated[str, Query(min_length=1, description="the attribute to follow")]
+Values = Annotated[
+    str | None,
+    Query(
+        description="an open domain's values to estimate, comma-separated (as /frequencies)",
+        max_length=1_000_000,
+    ),
+]
+
+
+@router.get(
+    "/{name}/trend",
+    response_model=TrendResult,
+    dependencies=[Depends(require_analyst)],
+    responses=problem_responses(401, 404),
+)
+def trend(
+    name: str,
+    request: Request,
+    attribute: Attribute,
+    first: WindowFrom = None,
+    last: WindowTo = None,
+    confidence: ConfidenceLevel = 0.95,
+    values: Values = None,
+) -> TrendResult:
+    """One estimate per period of the window (frequencies, or the mean of a numeric
+    attribute), each with its intervals; a period below the release minimum is listed
+    with its count and withheld."""
+    state = app_state(request)
+    collection = state.collections.get(name)
+    return trend_result(state.engine, collection, attribute, first, last, confidence, values)
+
+
+@router.get(
+    "/{name}/difference",
+    response_model=DifferenceResult,
+    dependencies=[Depends(require_analyst)],
+    responses=problem_responses(401, 404, 409),
+)
+def difference(
+    name: str,
+    request: Request,
+    attribute: Attribute,
+    first: WindowFrom = None,
+    last: WindowTo = None,
+    baseline_from: Annotated[
+        str | None, Query(max_length=64, description="first period of the baseline window")
+    ] = None,
+    baseline_to: Annotated[
+        str | None, Query(max_length=64, description="last period of the baseline window")
+    ] = None,
+    confidence: ConfidenceLevel = 0.95,
+    values: Values = None,
+) -> DifferenceResult:
+    """The estimate over ``from`` … ``to`` minus the estimate over the disjoint baseline
+    window, value by value, with the interval of the difference."""
+    state = app_state(request)
+    collection = state.collections.get(name)
+    return difference_result(
+        state.engine,
+        collection,
+        attribute,
+        (first, last),
+        (baseline_from, baseline_to),
+        confidence,
+        values,
+    )

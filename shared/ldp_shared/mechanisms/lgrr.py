@@ -1,0 +1,201 @@
+"""Longitudinal generalised randomized response (L-GRR), ``"mechanism": "l-grr"``.
+
+For a categorical value a device reports again and again (Arcolezi, Couchot, Al Bouna
+and Xiao, "Improving the utility of locally differentially private protocols for
+longitudinal and multidimensional frequency estimates", Digital Communications and
+Networks, 2022, §3; the memoisation framework of RAPPOR, Erlingsson, Pihur and
+Korolova, CCS 2014). Two GRR steps over the ``d`` values, chained:
+
+* **permanent**, at ε∞ (``permanent_epsilon`` of the spec): ``z = x`` with probability
+  ``p₁ = e^ε∞/(e^ε∞ + d − 1)``, each other value with ``q₁ = (1 − p₁)/(d − 1)``. Drawn
+  once per value and memoised: derived from the device's secret
+  (:mod:`~ldp_shared.mechanisms.longitudinal`), so every report of ``x`` starts from the
+  same ``z``;
+* **instantaneous**, fresh per report: ``y = z`` with probability ``p₂``, each other value
+  with ``q₂ = (1 − p₂)/(d − 1)``.
+
+**One report.** ``P(y = x) = p = p₁p₂ + (1 − p₁)q₂`` and, for ``v ≠ x``,
+``P(y = v) = q = q₁p₂ + (1 − q₁)q₂`` (``z = v`` then kept, or ``z ≠ v`` then moved to
+``v``), so ``p − q = (p₁ − q₁)(p₂ − q₂)``. ``p₂`` is chosen so that one report is exactly
+ε₁-LDP, ε₁ the ε the accountant allots: ``p/q = e^ε₁`` is linear in ``p₂``; with
+``A = p₁ − e^ε₁ q₁`` and ``B = e^ε₁(1 − q₁) − (1 − p₁)``,
+
+    p₂ = B / ((d − 1)A + B),
+
+which lies in ``(1/d, 1]`` exactly when ``0 < ε₁ ≤ ε∞`` (``ε₁ = ε∞``: no instantaneous
+noise). Exact ε of one report: ``ln(p/q)``; of all reports of one value, ε∞ =
+``ln(p₁/q₁)`` (they are post-processing of ``z``). Both are computed from the
+probabilities the sampler realises (``⌈p·2^53⌉/2^53`` for a uniform double below ``p``).
+(multi-freq-ldpy 0.2.5 solves for ``p₂`` with the two-value chain, ``p = p₁p₂ + q₁q₂`` and
+``q = p₁q₂ + q₁p₂``, exact only at ``d = 2``: at ``d = 10``, ε∞ = 4, ε₁ = 1 its reports
+are 0.92-LDP, not 1.)
+
+**Estimate.** A report equals ``v`` with probability ``q + (p − q)·1[x = v]``, GRR's
+indicator with ``(p, q)``, so the count ``C_v`` of one period's reports is debiased by the
+shared kernel::
+
+    f̂_v = (C_v/n − q₁p₂ − (1 − q₁)q₂) / ((p₁ − q₁)(p₂ − q₂))
+    Var f̂_v = [f p(1 − p) + (1 − f) q(1 − q)] / (n (p₁ − q₁)² (p₂ − q₂)²)
+
+for ``n`` reports of ``n`` distinct devices (their permanent steps are independent) with
+fixed values; when the values are drawn i.i.d. the variance is Arcolezi et al.'s
+``π(1 − π)/(n (p₁ − q₁)²(p₂ − q₂)²)``, ``π = q + f(p − q)``. Two reports of one device in
+one period share ``z``, so count each device once per period. Everything else (segment
+``index``, statistics ``counts[d]``, the IBU channel, the covariance, score intervals) is
+GRR's at ``(p, q)``: this class is GRR with the chained channel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from pydantic import Field
+
+from ldp_shared.errors import ConfigurationError
+from ldp_shared.mechanisms._checks import check_domain_size, check_epsilon, check_indices
+from ldp_shared.mechanisms.categorical import CategoricalSpec
+from ldp_shared.mechanisms.grr import (
+    GeneralizedRandomizedResponse,
+    grr_probabilities,
+    realised_keep,
+)
+from ldp_shared.mechanisms.longitudinal import (
+    LongitudinalRandomizer,
+    prf_uniforms,
+    value_messages,
+)
+from ldp_shared.mechanisms.registry import register
+from ldp_shared.rand import resolve_rng
+
+NAME = "l-grr"
+
+
+def instantaneous_keep(d: int, p1: float, epsilon: float) -> float:
+    """``p₂`` that makes the chain ε-LDP after a permanent keep probability ``p₁``.
+
+    ``B/((d − 1)A + B)`` of the module docstring, with ``A`` and ``B`` divided by
+    ``e^ε`` so that a large ε does not overflow."""
+    q1 = (1.0 - p1) / (d - 1)
+    shrink = math.exp(-epsilon)
+    a = p1 * shrink - q1
+    b = (1.0 - q1) - (1.0 - p1) * shrink
+    return b / ((d - 1) * a + b)
+
+
+def grr_step(
+    idx: NDArray[np.int64], keep: NDArray[np.float64], other: NDArray[np.float64], p: float, d: int
+) -> NDArray[np.int64]:
+    """One GRR step from uniforms: ``idx`` where ``keep < p``, else the value
+    ``⌊other·(d − 1)⌋`` among the ``d − 1`` others."""
+    moved = np.floor(other * (d - 1)).astype(np.int64)
+    moved += moved >= idx  # skip the kept value: uniform over the d − 1 others
+    return np.where(keep < p, idx, moved)
+
+
+@register
+class LongitudinalGRRSpec(CategoricalSpec):
+    """A categorical attribute a device reports repeatedly, by L-GRR."""
+
+    mechanism: Literal["l-grr"]
+    permanent_epsilon: float = Field(
+        gt=0.0,
+        allow_inf_nan=False,
+        description=(
+            "ε∞: the privacy of all of a device's reports of one value (its memoised"
+            " permanent randomization); at least the ε one report is allotted"
+        ),
+    )
+
+    def randomizer(self, epsilon: float | None, classes: int = 1) -> LongitudinalGRR:
+        if epsilon is None:
+            raise ConfigurationError(f"attribute {self.name!r}: L-GRR needs an ε")
+        if classes != 1:
+            raise ConfigurationError(f"attribute {self.name!r}: L-GRR cannot join a label")
+        return LongitudinalGRR(
+            d=len(self.domain), epsilon=epsilon, epsilon_infinity=self.permanent_epsilon
+        )
+
+
+@dataclass(frozen=True)
+class LongitudinalGRR(GeneralizedRandomizedResponse, LongitudinalRandomizer):
+    """L-GRR over ``d`` values: ``epsilon`` per report, ``epsilon_infinity`` per value.
+
+    ``p`` and ``q`` are the chained channel's (one report), ``p1``/``q1`` the permanent
+    step's and ``p2``/``q2`` the instantaneous step's, all as the sampler realises them.
+    """
+
+    epsilon_infinity: float = 0.0
+    p1: float = field(init=False)
+    q1: float = field(init=False)
+    p2: float = field(init=False)
+    q2: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        d = check_domain_size(self.d)
+        epsilon = check_epsilon(self.epsilon)
+        infinity = check_epsilon(self.epsilon_infinity)
+        if epsilon > infinity:
+            raise ConfigurationError(
+                f"L-GRR: the ε of one report ({epsilon!r}) exceeds ε∞ ({infinity!r}), the ε"
+                " of all reports of a value; raise permanent_epsilon or lower ε"
+            )
+        p1 = realised_keep(grr_probabilities(d, infinity)[0])
+        q1 = (1.0 - p1) / (d - 1)
+        p2 = realised_keep(min(1.0, instantaneous_keep(d, p1, epsilon)))
+        q2 = (1.0 - p2) / (d - 1)
+        chained = {"p": p1 * p2 + (1.0 - p1) * q2, "q": q1 * p2 + (1.0 - q1) * q2}
+        values = {"d": d, "epsilon": epsilon, "epsilon_infinity": infinity, **chained}
+        for name, value in {**values, "p1": p1, "q1": q1, "p2": p2, "q2": q2}.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def permanent_epsilon(self) -> float:
+        """ε∞ = ``ln(p₁/q₁)``: all reports of one value post-process its permanent step."""
+        return math.inf if self.q1 == 0.0 else math.log(self.p1 / self.q1)
+
+    def published(self) -> dict[str, Any]:
+        return {
+            **super().published(),
+            "p1": self.p1,
+            "q1": self.q1,
+            "p2": self.p2,
+            "q2": self.q2,
+            "permanent_epsilon": self.permanent_epsilon,
+        }
+
+    def perturb(
+        self, values: ArrayLike, rng: np.random.Generator | None = None
+    ) -> NDArray[np.int64]:
+        """Each row a fresh device: both steps drawn from ``rng``."""
+        idx = check_indices(values, self.d)
+        gen = resolve_rng(rng)
+        n = idx.size
+        permanent = grr_step(idx, gen.random(n), gen.random(n), self.p1, self.d)
+        return self.instantaneous(permanent, gen)
+
+    def permanent(self, values: ArrayLike, key: bytes) -> NDArray[np.int64]:
+        """The memoised permanent response ``z`` of each value for the device's ``key``."""
+        idx = check_indices(values, self.d)
+        distinct, inverse = np.unique(idx, return_inverse=True)
+        u = prf_uniforms(key, value_messages(distinct, NAME.encode()), 2)
+        return grr_step(distinct, u[:, 0], u[:, 1], self.p1, self.d)[inverse]
+
+    def memo_keys(self, values: NDArray[Any], key: bytes) -> NDArray[np.int64]:
+        """The value itself: its permanent step is the memoised one."""
+        return check_indices(values, self.d)
+
+    def perturb_memoised(
+        self, values: NDArray[Any], key: bytes, rng: np.random.Generator | None = None
+    ) -> NDArray[np.int64]:
+        return self.instantaneous(self.permanent(values, key), resolve_rng(rng))
+
+    def instantaneous(
+        self, permanent: NDArray[np.int64], gen: np.random.Generator
+    ) -> NDArray[np.int64]:
+        """The fresh step of one report from each permanent response ``z``."""
+        n = permanent.size
+        return grr_step(permanent, gen.random(n), gen.random(n), self.p2, self.d)

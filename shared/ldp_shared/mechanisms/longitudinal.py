@@ -1,0 +1,102 @@
+"""What the longitudinal mechanisms share: a permanent randomization the device derives
+from a secret, so that reporting one value again repeats it (``docs/longitudinal.md``).
+
+A longitudinal mechanism (``l-grr``, ``dbitflippm``) perturbs a value in two steps: a
+**permanent** randomization, memoised per value on the device (RAPPOR's permanent
+randomized response, Erlingsson, Pihur and Korolova, CCS 2014), then, for L-GRR, a fresh
+**instantaneous** randomization per report. Its privacy has two numbers:
+
+* ``exact_epsilon``: the ε of one report (what a single report reveals);
+* ``permanent_epsilon`` (ε∞): the ε of everything the device ever sends about one
+  memoised key, whatever the number of reports: the adversary learns at most the
+  permanent response of that key. A device whose keys over its life take ``c``
+  distinct values is ``c·ε∞``-LDP against histories of the same change pattern
+  (see ``docs/longitudinal.md`` for what that excludes).
+
+**Memoisation without storing responses.** Instead of remembering every permanent
+response, the device keeps one random secret per collection in its ledger and derives
+the permanent randomness from it with a pseudo-random function, as Chromium's RAPPOR
+derives its permanent randomized response from a client secret with HMAC-DRBG: the
+uniform draws of the permanent step of key ``x`` are :func:`prf_uniforms` of the
+attribute's key and ``x``, HMAC-SHA256 in counter mode (NIST SP 800-108 §4.1) cut into
+53-bit uniforms on the grid of ``Generator.random``. The same secret and value give the
+same permanent response on every run; without the secret the draws are indistinguishable
+from fresh ones. The instantaneous step draws from the injected generator as usual.
+
+``perturb(values, rng)`` (the :class:`~ldp_shared.mechanisms.base.Randomizer` contract)
+treats every row as a fresh device: permanent and instantaneous steps from ``rng``. It
+is what simulations use; its answers have the same distribution as a memoised device's
+single report. Devices call :meth:`LongitudinalRandomizer.perturb_memoised`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldp_shared.mechanisms.base import Randomizer
+
+__all__ = ["LongitudinalRandomizer", "attribute_key", "prf_uniforms", "value_messages"]
+
+_WORDS_PER_BLOCK = 4  # a SHA-256 block is four 64-bit words
+_UNIT = 2.0**-53
+
+
+class LongitudinalRandomizer(Randomizer):
+    """A randomizer whose permanent step a device memoises per key (see the module)."""
+
+    @property
+    @abstractmethod
+    def permanent_epsilon(self) -> float:
+        """ε∞: the privacy of all the reports a device makes about one memoised key."""
+
+    @abstractmethod
+    def memo_keys(self, values: NDArray[Any], key: bytes) -> NDArray[np.int64]:
+        """The memoised key of each encoded value for the device holding ``key``: the
+        input of its permanent step (the value for L-GRR, the bucket vector for
+        dBitFlipPM). A new key costs ε∞; a key met before costs nothing more."""
+
+    @abstractmethod
+    def perturb_memoised(
+        self, values: NDArray[Any], key: bytes, rng: np.random.Generator | None = None
+    ) -> NDArray[Any]:
+        """Answers of the device holding ``key``: the permanent step derived from ``key``
+        (so equal memoised keys share it), the instantaneous one from ``rng``."""
+
+
+def attribute_key(secret: bytes, attribute: str) -> bytes:
+    """The PRF key of one attribute, from the device's secret for the collection."""
+    message = b"ldpcollect permanent randomization\n" + attribute.encode("utf-8")
+    return hmac.new(secret, message, hashlib.sha256).digest()
+
+
+def prf_uniforms(key: bytes, messages: Sequence[bytes], count: int) -> NDArray[np.float64]:
+    """``len(messages) × count`` uniforms in ``[0, 1)``, a pseudo-random function of
+    ``key`` and each message.
+
+    Block ``j`` of a message is ``HMAC-SHA256(key, message ‖ j)`` (``j`` as 4 bytes,
+    big-endian); each of its four big-endian 64-bit words gives the uniform
+    ``⌊w / 2^11⌋ / 2^53``, the grid ``Generator.random`` draws from, so a test ``u < p``
+    holds with probability ``⌈p·2^53⌉/2^53`` (:func:`~ldp_shared.mechanisms.grr.
+    realised_keep`), as it does for the generator's draws.
+    """
+    blocks = max(1, -(-count // _WORDS_PER_BLOCK))
+    stream = b"".join(
+        hmac.new(key, message + block.to_bytes(4, "big"), hashlib.sha256).digest()
+        for message in messages
+        for block in range(blocks)
+    )
+    words = np.frombuffer(stream, dtype=">u8").reshape(len(messages), -1)[:, :count]
+    out: NDArray[np.float64] = (words >> np.uint64(11)).astype(np.float64) * _UNIT
+    return out
+
+
+def value_messages(values: NDArray[np.int64], label: bytes) -> list[bytes]:
+    """The PRF message of each value: ``label``, a newline and the value in decimal."""
+    return [label + b"\n" + str(int(v)).encode("ascii") for v in values]

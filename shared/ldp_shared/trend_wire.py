@@ -1,0 +1,108 @@
+"""Wire types of estimates over time (JSON over HTTP).
+
+``GET /v1/collections/{name}/trend?attribute=A&from=&to=`` answers a :class:`TrendResult`:
+one estimate per period of the window, each with its intervals, or why it is withheld.
+``GET .../difference?attribute=A&from=&to=&baseline_from=&baseline_to=`` answers a
+:class:`DifferenceResult`: the change between two disjoint windows with its interval.
+``POST .../periods/merge`` (body :class:`PeriodMerge`) and ``POST .../periods/drop`` (body
+:class:`PeriodDrop`), admin, answer a :class:`PeriodChangeResult`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ldp_shared.request_model import RequestModel
+from ldp_shared.wire import FrequencyResult, MeanResult, PeriodWindow
+
+ReleasedAs = Literal["frequencies", "mean"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TrendPoint(_Frozen):
+    """One period of a trend: its reports and its estimate (or why it is withheld)."""
+
+    period: str = Field(description="the period, ISO 8601 (2026-11-26, 2026-W48, 2026-11-26T13Z)")
+    start: datetime = Field(description="the period's first instant, UTC")
+    n_reports: int = Field(ge=0, description="reports counted in this period")
+    frequencies: FrequencyResult | None = Field(
+        default=None, description="the period's frequencies (attributes released as such)"
+    )
+    mean: MeanResult | None = Field(
+        default=None, description="the period's mean (numeric attributes)"
+    )
+    withheld: str | None = Field(
+        default=None, description="why the period has no estimate (its release minimum)"
+    )
+
+
+class TrendResult(_Frozen):
+    """One estimate per period of a window, oldest first."""
+
+    collection: str
+    attribute: str
+    released_as: ReleasedAs
+    confidence: float
+    window: PeriodWindow
+    points: list[TrendPoint]
+
+
+class DifferenceResult(_Frozen):
+    """``window``'s estimate minus ``baseline``'s, value by value (a mean: one value,
+    ``"mean"``), with normal intervals: the two windows hold different reports, so their
+    estimates' variances add."""
+
+    collection: str
+    attribute: str
+    released_as: ReleasedAs
+    confidence: float
+    window: PeriodWindow
+    baseline: PeriodWindow
+    n_reports: int = Field(description="reports in window")
+    baseline_reports: int = Field(description="reports in baseline")
+    values: list[str]
+    estimate: list[float] = Field(description="the estimate over window")
+    baseline_estimate: list[float] = Field(description="the estimate over baseline")
+    difference: list[float] = Field(description="estimate − baseline_estimate")
+    stderr: list[float] = Field(description="√(stderr² + baseline stderr²)")
+    ci_low: list[float]
+    ci_high: list[float]
+
+
+class PeriodMerge(RequestModel):
+    """``POST /v1/collections/{name}/periods/merge`` (admin)."""
+
+    before: str = Field(
+        min_length=1,
+        max_length=64,
+        description="merge every period that starts before this bound (ISO 8601, at most now)",
+    )
+    into: Literal["day", "week", "all"] = Field(
+        description="the coarser period each is added into, or all: the oldest of them"
+    )
+
+
+class PeriodDrop(RequestModel):
+    """``POST /v1/collections/{name}/periods/drop`` (admin)."""
+
+    before: str = Field(
+        min_length=1,
+        max_length=64,
+        description="drop every period that starts before this bound (ISO 8601, at most now)",
+    )
+    confirm: str = Field(min_length=1, description="the collection's name again")
+
+
+class PeriodChangeResult(_Frozen):
+    """What a merge or a drop did."""
+
+    collection: str
+    periods_before: int = Field(description="periods holding statistics before")
+    periods_after: int = Field(description="periods holding statistics after")
+    reports: int = Field(description="reports moved into merged periods, or folded by a drop")
