@@ -2,10 +2,10 @@
 
 The asynchronous modules of :data:`PAIRS` are the single source: ``async_client.py``
 (:class:`AsyncLDPClient`) and its mixins ``itemset_methods_async.py``
-(:class:`AsyncItemsetMethods`), ``trend_methods_async.py`` (:class:`AsyncTrendMethods`)
-and ``training_methods_async.py``
+(:class:`AsyncItemsetMethods`), ``trend_methods_async.py`` (:class:`AsyncTrendMethods`),
+``list_methods_async.py`` (:class:`AsyncListMethods`) and ``training_methods_async.py``
 (:class:`AsyncTrainingMethods`). This script derives ``client.py`` (:class:`LDPClient`),
-``itemset_methods.py`` and ``training_methods.py`` from them by applying the token
+``itemset_methods.py``, ``list_methods.py``, ... from them by applying the token
 substitutions of :data:`SUBSTITUTIONS` in order (``async def`` → ``def``, ``await x`` →
 ``x``, ``asyncio.sleep`` → ``time.sleep``, ...), after replacing the source's leading
 ``#`` comment block by a header saying the file is generated.
@@ -34,6 +34,7 @@ PAIRS = [
     (PACKAGE / "training_methods_async.py", PACKAGE / "training_methods.py"),
     (PACKAGE / "knn_methods_async.py", PACKAGE / "knn_methods.py"),
     (PACKAGE / "trend_methods_async.py", PACKAGE / "trend_methods.py"),
+    (PACKAGE / "list_methods_async.py", PACKAGE / "list_methods.py"),
 ]
 """(asynchronous source, generated synchronous module)."""
 
@@ -55,6 +56,8 @@ SUBSTITUTIONS: list[tuple[str, str]] = [
     (r"\basync with\b", "with"),
     (r"\basync for\b", "for"),
     (r"\bawait ", ""),
+    # an asynchronous generator cannot `yield from`; a synchronous one should
+    (r"^( +)for (\w+) in (\w+):\n +yield \2\n", r"\1yield from \3\n"),
     (r"\bAsyncLDPClient\b", "LDPClient"),
     (r"\bAsyncItemsetMethods\b", "ItemsetMethods"),
     (r"\bitemset_methods_async\b", "itemset_methods"),
@@ -64,6 +67,9 @@ SUBSTITUTIONS: list[tuple[str, str]] = [
     (r"\bknn_methods_async\b", "knn_methods"),
     (r"\bAsyncTrendMethods\b", "TrendMethods"),
     (r"\btrend_methods_async\b", "trend_methods"),
+    (r"\bAsyncListMethods\b", "ListMethods"),
+    (r"\blist_methods_async\b", "list_methods"),
+    (r"\bAsyncIterator\b", "Iterator"),
     (r"\bAsyncBaseTransport\b", "BaseTransport"),
     (r"\bAsyncClient\b", "Client"),
     (r"\baclose\b", "close"),

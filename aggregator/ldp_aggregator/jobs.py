@@ -20,18 +20,29 @@ import logging
 import secrets
 import threading
 import time
+from collections.abc import Container
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
 from ldp_aggregator.itemsets import mine_collection
+from ldp_aggregator.pages import PageQuery
 from ldp_aggregator.problems import http_status
 from ldp_aggregator.storage.collections import StoredCollection
-from ldp_aggregator.storage.jobs import JobRow, insert_job, read_job, touch_jobs, update_job
+from ldp_aggregator.storage.jobs import (
+    JobRow,
+    insert_job,
+    page_jobs,
+    read_job,
+    touch_jobs,
+    update_job,
+)
 from ldp_shared.errors import JobCancelledError, LDPError, NotFoundError, problem_type
 from ldp_shared.itemset_wire import ItemsetJob, ItemsetQuery, ItemsetResult, JobError
+from ldp_shared.list_wire import JobList, JobSummary
 
 logger = logging.getLogger("ldp_aggregator")
 
@@ -168,6 +179,12 @@ class JobRunner:
             mine = job_id in self._active
         return job_view(collection, row, lost=not mine and row.lost())
 
+    def list_jobs(self, collection: StoredCollection, page: PageQuery) -> JobList:
+        """One page of the collection's itemset jobs (a lost one as failed, as :meth:`get`)."""
+        with self._lock:
+            mine = set(self._active)
+        return job_list(self._engine, collection, ITEMSETS, page, running_here=mine)
+
     def shutdown(self) -> None:
         """Stop accepting work; running jobs stop at their next chunk."""
         self._closing.set()
@@ -212,6 +229,35 @@ def job_view(collection: StoredCollection, row: JobRow, lost: bool = False) -> I
         ),
         error=error if status == "failed" else None,
     )
+
+
+def job_list(
+    engine: Engine,
+    collection: StoredCollection,
+    kind: str,
+    page: PageQuery,
+    running_here: Container[str] | None = None,
+) -> JobList:
+    """One page of the collection's jobs of ``kind``, by id: each with its status, progress
+    and creation day. With ``running_here`` (the jobs this replica runs), a queued or
+    running job of another replica that stopped refreshing it reads as failed; without,
+    no job is ever lost (a training job waits for its devices)."""
+    with engine.connect() as connection:
+        heads, next_cursor = page_jobs(connection, collection.id, kind, page)
+    summaries = [
+        JobSummary(
+            id=head.id,
+            status=(
+                "failed"
+                if running_here is not None and head.id not in running_here and head.lost()
+                else head.status
+            ),
+            progress=head.progress,
+            created_day=datetime.fromtimestamp(head.created_unix, UTC).date(),
+        )
+        for head in heads
+    ]
+    return JobList(jobs=summaries, next_cursor=next_cursor)
 
 
 def runner_of(app: FastAPI, engine: Engine) -> JobRunner:

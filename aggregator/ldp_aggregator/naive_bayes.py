@@ -16,12 +16,19 @@ from datetime import date
 from pydantic import ValidationError
 from sqlalchemy import Engine
 
+from ldp_aggregator.pages import PageQuery
 from ldp_aggregator.release import carried_reports, require_reports
 from ldp_aggregator.storage.collections import StoredCollection, utc_today
-from ldp_aggregator.storage.models import insert_model, list_model_ids, load_model_json
+from ldp_aggregator.storage.models import (
+    insert_model,
+    list_model_ids,
+    load_model_json,
+    page_model_ids,
+)
 from ldp_aggregator.storage.stats import read_stats
 from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.errors import CorruptStatisticsError
+from ldp_shared.list_wire import ModelList
 from ldp_shared.periods import Window
 from ldp_shared.wire import (
     CategoricalNBExport,
@@ -102,6 +109,12 @@ def get_model(engine: Engine, collection: StoredCollection, model_id: str) -> Na
 def model_ids(engine: Engine, collection: StoredCollection) -> list[str]:
     """The ids of the collection's naive Bayes models."""
     return list_model_ids(engine, collection.id, KIND)
+
+
+def model_list(engine: Engine, collection: StoredCollection, page: PageQuery) -> ModelList:
+    """One page of the ids of the collection's naive Bayes models, by id."""
+    ids, next_cursor = page_model_ids(engine, collection.id, KIND, page)
+    return ModelList(models=ids, next_cursor=next_cursor)
 
 
 def readable_models(

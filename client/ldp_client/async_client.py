@@ -26,6 +26,7 @@ from ldp_client.estimate_calls import WindowBounds
 from ldp_client.itemset_methods_async import AsyncItemsetMethods
 from ldp_client.knn_methods_async import AsyncKnnMethods
 from ldp_client.ledger import Ledger
+from ldp_client.list_methods_async import AsyncListMethods
 from ldp_client.policy import DevicePolicy
 from ldp_client.protocol import ApiCall, Outcome, PostProcess, Success
 from ldp_client.settings import Settings
@@ -54,7 +55,13 @@ __all__ = ["AsyncLDPClient"]
 T = TypeVar("T")
 
 
-class AsyncLDPClient(AsyncItemsetMethods, AsyncTrainingMethods, AsyncKnnMethods, AsyncTrendMethods):
+class AsyncLDPClient(
+    AsyncItemsetMethods,
+    AsyncTrainingMethods,
+    AsyncKnnMethods,
+    AsyncTrendMethods,
+    AsyncListMethods,
+):
     """Talks to one aggregator over HTTP; every method that does I/O is asynchronous.
 
     Use it as a context manager (``async with``) or call :meth:`aclose` when done.
@@ -178,10 +185,6 @@ class AsyncLDPClient(AsyncItemsetMethods, AsyncTrainingMethods, AsyncKnnMethods,
         self._configs[checked.name] = config
         return config
 
-    async def list_collections(self) -> list[str]:
-        """The names of all collections (analyst token)."""
-        return await self._call(protocol.list_collections_call())
-
     async def collection_status(self, name: str) -> CollectionStatus:
         """Whether the collection takes new reports, and how many it holds (analyst token)."""
         return await self._call(lifecycle.collection_status_call(name))
@@ -297,10 +300,6 @@ class AsyncLDPClient(AsyncItemsetMethods, AsyncTrainingMethods, AsyncKnnMethods,
         """
         call = naive_bayes.train_naive_bayes_call(name, alpha, repair, confidence)
         return await self._call(call)
-
-    async def list_naive_bayes(self, name: str) -> list[str]:
-        """The ids of a collection's naive Bayes models (analyst token)."""
-        return await self._call(naive_bayes.list_naive_bayes_call(name))
 
     async def get_naive_bayes(self, name: str, model_id: str) -> NaiveBayesModel:
         """A stored naive Bayes model (analyst token)."""

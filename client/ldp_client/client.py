@@ -26,6 +26,7 @@ from ldp_client.estimate_calls import WindowBounds
 from ldp_client.itemset_methods import ItemsetMethods
 from ldp_client.knn_methods import KnnMethods
 from ldp_client.ledger import Ledger
+from ldp_client.list_methods import ListMethods
 from ldp_client.policy import DevicePolicy
 from ldp_client.protocol import ApiCall, Outcome, PostProcess, Success
 from ldp_client.settings import Settings
@@ -54,7 +55,13 @@ __all__ = ["LDPClient"]
 T = TypeVar("T")
 
 
-class LDPClient(ItemsetMethods, TrainingMethods, KnnMethods, TrendMethods):
+class LDPClient(
+    ItemsetMethods,
+    TrainingMethods,
+    KnnMethods,
+    TrendMethods,
+    ListMethods,
+):
     """Talks to one aggregator over HTTP; every method that does I/O is synchronous.
 
     Use it as a context manager (``with``) or call :meth:`close` when done.
@@ -178,10 +185,6 @@ class LDPClient(ItemsetMethods, TrainingMethods, KnnMethods, TrendMethods):
         self._configs[checked.name] = config
         return config
 
-    def list_collections(self) -> list[str]:
-        """The names of all collections (analyst token)."""
-        return self._call(protocol.list_collections_call())
-
     def collection_status(self, name: str) -> CollectionStatus:
         """Whether the collection takes new reports, and how many it holds (analyst token)."""
         return self._call(lifecycle.collection_status_call(name))
@@ -297,10 +300,6 @@ class LDPClient(ItemsetMethods, TrainingMethods, KnnMethods, TrendMethods):
         """
         call = naive_bayes.train_naive_bayes_call(name, alpha, repair, confidence)
         return self._call(call)
-
-    def list_naive_bayes(self, name: str) -> list[str]:
-        """The ids of a collection's naive Bayes models (analyst token)."""
-        return self._call(naive_bayes.list_naive_bayes_call(name))
 
     def get_naive_bayes(self, name: str, model_id: str) -> NaiveBayesModel:
         """A stored naive Bayes model (analyst token)."""

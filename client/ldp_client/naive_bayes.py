@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from ldp_client.protocol import ApiCall, collection_path
 from ldp_shared.errors import InvalidQueryError, ModelNotFoundError
@@ -37,7 +37,6 @@ from ldp_shared.wire import (
 __all__ = [
     "export_naive_bayes_call",
     "get_naive_bayes_call",
-    "list_naive_bayes_call",
     "predict_naive_bayes_call",
     "train_naive_bayes_call",
 ]
@@ -77,19 +76,6 @@ def train_naive_bayes_call(
         auth=True,
         idempotent=False,
     )
-
-
-class _ModelList(BaseModel):
-    models: list[str]
-
-
-def _parse_model_list(content: bytes) -> list[str]:
-    return _ModelList.model_validate_json(content).models
-
-
-def list_naive_bayes_call(name: str) -> ApiCall[list[str]]:
-    """``GET .../models/naive-bayes`` (analyst): the ids of the collection's models."""
-    return ApiCall("GET", models_path(name), _parse_model_list, auth=True)
 
 
 def get_naive_bayes_call(name: str, model_id: str) -> ApiCall[NaiveBayesModel]:

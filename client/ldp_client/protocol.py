@@ -2,7 +2,8 @@
 
 * Endpoint builders (:func:`get_config_call`, :func:`submit_reports_call`, ...; the
   analyses' in :mod:`ldp_client.estimate_calls`, the others' beside their methods:
-  :mod:`ldp_client.lifecycle`, :mod:`ldp_client.naive_bayes`, ...) describe one
+  :mod:`ldp_client.lifecycle`, :mod:`ldp_client.naive_bayes`, the lists'
+  :mod:`ldp_client.listing`, ...) describe one
   exchange as an :class:`ApiCall`: method, path, query, body, whether it needs the
   token, whether it may be repeated, and how to parse a successful answer.
 * :func:`interpret_response` and :func:`interpret_exception` turn what came back into a
@@ -28,7 +29,7 @@ from typing import Any, Generic, Literal, TypeAlias, TypeVar
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from ldp_client.retry import parse_retry_after
 from ldp_client.unreachable import cannot_connect
@@ -67,7 +68,6 @@ __all__ = [
     "get_config_call",
     "interpret_exception",
     "interpret_response",
-    "list_collections_call",
     "submit_reports_call",
 ]
 
@@ -162,19 +162,6 @@ def collection_path(name: str) -> str:
 def get_config_call(name: str) -> ApiCall[CollectionConfig]:
     """``GET /v1/collections/{name}``: the public config (check it with ``accept_config``)."""
     return ApiCall("GET", collection_path(name), CollectionConfig.model_validate_json)
-
-
-class _CollectionList(BaseModel):
-    collections: list[str]
-
-
-def _parse_collection_list(content: bytes) -> list[str]:
-    return _CollectionList.model_validate_json(content).collections
-
-
-def list_collections_call() -> ApiCall[list[str]]:
-    """``GET /v1/collections`` (analyst): the collections' names."""
-    return ApiCall("GET", "/v1/collections", _parse_collection_list, auth=True)
 
 
 def create_collection_call(spec: CollectionSpec) -> ApiCall[CollectionConfig]:

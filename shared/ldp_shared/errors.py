@@ -222,6 +222,14 @@ class CorruptStatisticsError(LDPError):
     title = "Stored statistics are inconsistent"
 
 
+class MissingDependencyError(LDPError, ImportError):
+    """An optional package a call needs is not installed (e.g. pandas for ``to_frame()``);
+    the message names the ``pip install`` that adds it."""
+
+    type_slug = "missing-dependency"
+    title = "Optional dependency not installed"
+
+
 PROBLEM_TYPE_BASE = "https://ldpcollect.dev/problems/"
 
 ALL_ERRORS: tuple[type[LDPError], ...] = (
@@ -251,6 +259,7 @@ ALL_ERRORS: tuple[type[LDPError], ...] = (
     PrivacyPolicyError,
     JobCancelledError,
     CorruptStatisticsError,
+    MissingDependencyError,
 )
 
 

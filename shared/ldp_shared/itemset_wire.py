@@ -20,6 +20,7 @@ from ldp_shared.errors import InvalidQueryError, NotFoundError
 from ldp_shared.kernel import z_value
 from ldp_shared.mechanisms import Mask
 from ldp_shared.request_model import RequestModel
+from ldp_shared.tabular import Tabular
 from ldp_shared.wire import checked_range
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9_-]{16,32}$"
@@ -204,7 +205,7 @@ def mask_privacy(attribute: AttributeConfig, average_support: float, weight: flo
     )
 
 
-class ItemsetResult(_Wire):
+class ItemsetResult(_Wire, Tabular):
     """Frequent itemsets and association rules mined from a MASK attribute."""
 
     collection: str
@@ -237,6 +238,15 @@ class ItemsetResult(_Wire):
             "support": [itemset.support for itemset in self.itemsets],
             "itemsets": [frozenset(itemset.items) for itemset in self.itemsets],
         }
+
+    def to_frame(self, what: Literal["rules", "itemsets"] = "rules") -> Any:
+        """The rules as a ``pandas.DataFrame``, one per row with its support, confidence
+        and lift, each with its standard error and interval; ``what="itemsets"``: the
+        itemsets, one per row with its support, standard error and interval
+        (:mod:`ldp_shared.frames`)."""
+        from ldp_shared import frames
+
+        return frames.frame_of(frames.itemset_columns(self, what), self)
 
 
 class JobError(_Wire):

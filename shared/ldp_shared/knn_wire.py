@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.request_model import RequestModel
+from ldp_shared.tabular import Tabular
 from ldp_shared.wire import checked_range
 
 MAX_QUERY_POINTS = 10_000
@@ -58,7 +59,7 @@ class KnnPrediction(BaseModel):
     stderr: list[float] = Field(description="their standard errors (given the neighbourhood)")
 
 
-class KnnClassification(BaseModel):
+class KnnClassification(BaseModel, Tabular):
     """The answer to a :class:`KnnQuery`."""
 
     model_config = ConfigDict(frozen=True)

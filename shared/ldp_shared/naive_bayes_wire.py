@@ -17,6 +17,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from ldp_shared.request_model import RequestModel
+from ldp_shared.tabular import Tabular
 
 
 class _Wire(BaseModel):
@@ -108,7 +109,7 @@ class NaiveBayesFeature(_Wire):
     log_prob: list[list[float]] = Field(description="ln P(x = v | c)")
 
 
-class NaiveBayesModel(_Wire):
+class NaiveBayesModel(_Wire, Tabular):
     """A naive Bayes classifier trained from a label collection's sufficient statistics."""
 
     id: str

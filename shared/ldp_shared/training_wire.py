@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ldp_shared.itemset_wire import JobError, JobStatus
 from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.request_model import RequestModel
+from ldp_shared.tabular import Tabular
 
 Role = Literal["gradient", "loss"]
 Decay = Literal["constant", "inverse-sqrt"]
@@ -147,7 +148,7 @@ class SklearnExport(_Wire):
     features: list[str] = Field(description="the encoded columns, in coef_'s order")
 
 
-class TrainedModel(_Wire):
+class TrainedModel(_Wire, Tabular):
     """The released weights of a finished job, and what they cost the devices."""
 
     job: str

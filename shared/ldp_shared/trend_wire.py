@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ldp_shared.request_model import RequestModel
+from ldp_shared.tabular import Tabular
 from ldp_shared.wire import FrequencyResult, MeanResult, PeriodWindow
 
 ReleasedAs = Literal["frequencies", "mean"]
@@ -42,7 +43,7 @@ class TrendPoint(_Frozen):
     )
 
 
-class TrendResult(_Frozen):
+class TrendResult(_Frozen, Tabular):
     """One estimate per period of a window, oldest first."""
 
     collection: str
@@ -53,7 +54,7 @@ class TrendResult(_Frozen):
     points: list[TrendPoint]
 
 
-class DifferenceResult(_Frozen):
+class DifferenceResult(_Frozen, Tabular):
     """``window``'s estimate minus ``baseline``'s, value by value (a mean: one value,
     ``"mean"``), with normal intervals: the two windows hold different reports, so their
     estimates' variances add."""

@@ -31,6 +31,7 @@ from ldp_shared.naive_bayes_wire import (
     NaiveBayesTrainRequest,
 )
 from ldp_shared.request_model import RequestModel
+from ldp_shared.tabular import Tabular
 
 # The naive Bayes types are defined in ldp_shared.naive_bayes_wire and re-exported here.
 __all__ = [
@@ -217,7 +218,7 @@ class OrdinalSummary(_Wire):
     )
 
 
-class FrequencyResult(_AttributeRelease):
+class FrequencyResult(_AttributeRelease, Tabular):
     """Frequency estimates of one attribute, as released to an analyst."""
 
     postprocess: Literal["none", "norm-sub", "simplex", "ibu"]
@@ -258,7 +259,7 @@ class FrequencyResult(_AttributeRelease):
     )
 
 
-class HeavyHittersResult(_AttributeRelease):
+class HeavyHittersResult(_AttributeRelease, Tabular):
     """The most frequent values of an open-domain attribute, found from its statistics."""
 
     values: list[str] = Field(description="the values found, most frequent first")
@@ -284,7 +285,7 @@ class HeavyHittersResult(_AttributeRelease):
     candidates: int = Field(description="prefixes and strings estimated on the way")
 
 
-class MeanResult(_AttributeRelease):
+class MeanResult(_AttributeRelease, Tabular):
     """The mean of one numeric attribute, as released to an analyst."""
 
     lo: float = Field(description="the attribute's lower bound (values below were clipped)")
@@ -323,7 +324,7 @@ class Quantile(_Wire):
     bin: int = Field(description="index of the bin the estimate falls in")
 
 
-class QuantileResult(_AttributeRelease):
+class QuantileResult(_AttributeRelease, Tabular):
     """Quantiles of a histogram attribute, as released to an analyst."""
 
     edges: list[float] = Field(description="the bin edges; values were clipped to the ends")

@@ -7,7 +7,10 @@ those may import this package. The one place that can offer all four sub-command
 therefore the package on top. The aggregator keeps its own part of the command line in
 :mod:`ldp_aggregator.cli` (the ``serve`` and ``migrate`` sub-commands, how they run, and
 the one-line error reporting); this module adds ``demo`` and ``simulate`` beside them
-and hands ``serve`` and ``migrate`` back to that module. The ``ldpcollect`` console
+and hands ``serve`` and ``migrate`` back to that module. ``simulate --periods N`` is the
+one simulation that runs no server: a drifting population needs its reports counted in
+past days, which a running aggregator never does (it counts each report in the current
+period), so it counts them in-process (:mod:`ldp_simulation.drift`). The ``ldpcollect`` console
 script points at :func:`main`; ``python -m ldp_aggregator.cli serve`` still runs a
 server without this package.
 
@@ -135,13 +138,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="simulate 100,000 clients against a real aggregator")
     simulate = commands.add_parser(
-        "simulate", help="simulate a fleet of clients against running aggregators"
+        "simulate",
+        help="simulate a fleet of clients against running aggregators, or (--periods N) a"
+        " population that drifts over N days, counted in-process, against the truth",
     )
-    simulate.add_argument(
+    where = simulate.add_mutually_exclusive_group(required=True)
+    where.add_argument(
         "--url",
         action="append",
-        required=True,
         help="an aggregator's base URL; repeat to deal batches to several replicas",
+    )
+    where.add_argument(
+        "--periods",
+        type=_positive_int,
+        help="instead of --url: N days of a population whose os shares and minutes of use"
+        " drift, the --clients spread evenly over the days, each day's reports counted in"
+        " that day by an aggregator run in-process on a temporary SQLite file (a running"
+        " server counts every report today); prints the trend against the truth",
     )
     _add_token_options(simulate, "create the demo collections")
     simulate.add_argument(
@@ -284,7 +297,26 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _drift(args: argparse.Namespace) -> int:
+    from ldp_simulation.drift import DriftOptions, format_drift, simulate_drift
+
+    options = DriftOptions(
+        periods=args.periods,
+        clients=args.clients,
+        epsilon=args.epsilon,
+        mechanism=args.mechanism,
+        confidence=args.confidence,
+        budget=args.budget,
+        seed=args.seed,
+    )
+    result = simulate_drift(options)
+    print(json.dumps(result.to_json()) if args.json else format_drift(result, f"{PROG} simulate"))
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
+    if getattr(args, "periods", None) is not None:
+        return _drift(args)
     from ldp_simulation.demo import format_table, run_demo, simulate
     from ldp_simulation.fleet import DemoOptions
     from ldp_simulation.progress import ProgressBars

@@ -49,7 +49,10 @@ def test_list_needs_the_analyst_role(client: TestClient) -> None:
     for name in ("b-two", "a-one"):
         client.post("/v1/collections", json=spec_payload(name=name), headers=ADMIN)
     listed = client.get("/v1/collections", headers=ANALYST)
-    assert listed.status_code == 200 and listed.json() == {"collections": ["a-one", "b-two"]}
+    assert listed.status_code == 200 and listed.json() == {
+        "collections": ["a-one", "b-two"],
+        "next_cursor": None,
+    }
     assert slug(client.get("/v1/collections")) == "unauthenticated"
 
 

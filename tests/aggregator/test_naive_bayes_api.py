@@ -95,7 +95,7 @@ def test_get_list_predict_export(
     again = client.get(f"{BASE}/{model.id}", headers=ANALYST)
     assert again.status_code == 200 and NaiveBayesModel.model_validate(again.json()) == model
     listed = client.get(BASE, headers=ANALYST)
-    assert listed.json() == {"models": [model.id]}
+    assert listed.json() == {"models": [model.id], "next_cursor": None}
     _, test = nb.holdout_split(CAR.records)
     predicted = client.post(f"{BASE}/{model.id}/predict", json={"records": test}, headers=ANALYST)
     assert predicted.status_code == 200, predicted.text

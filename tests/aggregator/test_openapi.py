@@ -189,6 +189,10 @@ BASE_REQUESTS: dict[tuple[str, str], dict[str, Any]] = {
     ("get", "/v1/collections/{name}/quantiles"): {"params": {"attribute": "size"}},
     ("get", "/v1/collections/{name}/privacy"): {"params": {"average_support": 0.3}},
     ("post", "/v1/collections/{name}/itemsets"): {"json": {"min_support": 0.3}},
+    ("get", "/v1/collections"): {},
+    ("get", "/v1/collections/{name}/itemsets"): {},
+    ("get", "/v1/collections/{name}/training-jobs"): {},
+    ("get", "/v1/collections/{name}/models/naive-bayes"): {},
 }
 """A request each operation answers with 2xx; one number at a time is moved to its edges."""
 

@@ -6,8 +6,10 @@ import asyncio
 import functools
 import inspect
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 
@@ -84,22 +86,20 @@ class Blocking:
 MakeClient = Callable[..., Any]
 
 
-@pytest.fixture(params=["sync", "async"])
-def make_client(request: pytest.FixtureRequest, server: FakeAggregator) -> Iterator[MakeClient]:
-    """``make_client(**kwargs)``: an LDPClient, or an AsyncLDPClient behind :class:`Blocking`.
-
-    Defaults: the fake aggregator as transport, no backoff (tests do not sleep).
-    """
+@contextmanager
+def clients(kind: str, **defaults: Any) -> Iterator[MakeClient]:
+    """``make(**kwargs)``: an LDPClient (``kind`` "sync"), or an AsyncLDPClient behind
+    :class:`Blocking`, with ``defaults`` and no backoff (tests do not sleep); every client
+    made is closed on exit."""
     runner = asyncio.Runner()
     made: list[Any] = []
 
     def make(**kwargs: Any) -> Any:
-        kwargs.setdefault("transport", server.transport)
-        kwargs.setdefault("backoff", 0.0)
-        if request.param == "sync":
-            client: Any = LDPClient(BASE_URL, **kwargs)
+        options = {"backoff": 0.0, **defaults, **kwargs}
+        if kind == "sync":
+            client: Any = LDPClient(BASE_URL, **options)
         else:
-            client = Blocking(AsyncLDPClient(BASE_URL, **kwargs), runner)
+            client = Blocking(AsyncLDPClient(BASE_URL, **options), runner)
         made.append(client)
         return client
 
@@ -107,3 +107,22 @@ def make_client(request: pytest.FixtureRequest, server: FakeAggregator) -> Itera
     for client in made:
         client.close()
     runner.close()
+
+
+@pytest.fixture(params=["sync", "async"])
+def make_client(request: pytest.FixtureRequest, server: FakeAggregator) -> Iterator[MakeClient]:
+    """``make_client(**kwargs)``: a client of either kind (:func:`clients`) whose transport
+    is the fake aggregator."""
+    with clients(request.param, transport=server.transport) as make:
+        yield make
+
+
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+@pytest.fixture(params=["sync", "async"])
+def make(request: pytest.FixtureRequest) -> Iterator[Callable[[Handler], Any]]:
+    """``make(handler)``: an analyst's client (token ``"t"``) of either kind
+    (:func:`clients`) whose every request ``handler`` answers."""
+    with clients(request.param, token="t") as build:
+        yield lambda handler: build(transport=httpx.MockTransport(handler))

@@ -153,13 +153,25 @@ class FakeAggregator:
         if role is None:
             return problem(AuthenticationError, "missing or unknown bearer token")
         if request.method == "GET":
-            return httpx.Response(200, json={"collections": sorted(self.configs)})
+            return httpx.Response(
+                200, json=self._page("collections", sorted(self.configs), request)
+            )
         if role != "admin":
             return problem(PermissionDeniedError, "creating a collection needs the admin role")
         spec = CollectionSpec.model_validate_json(request.content)
         if spec.name in self.configs:
             return problem(ConflictError, f"collection {spec.name!r} exists already")
         return httpx.Response(201, json=self.add(spec).model_dump(mode="json"))
+
+    @staticmethod
+    def _page(field: str, keys: list[str], request: httpx.Request) -> dict[str, Any]:
+        """A page of a list as the aggregator answers it (the cursor: the last key shown)."""
+        limit = int(request.url.params.get("limit", "100"))
+        cursor = request.url.params.get("cursor")
+        after = [key for key in keys if cursor is None or key > cursor]
+        shown = after[:limit]
+        more = len(after) > limit
+        return {field: shown, "next_cursor": shown[-1] if more else None}
 
     def _reports(self, name: str, request: httpx.Request) -> httpx.Response:
         reports = json.loads(request.content)["reports"]

@@ -4,10 +4,8 @@ item outside the catalogue never leaves the device."""
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -24,7 +22,7 @@ from ldp_shared.itemset_wire import (
     RuleEstimate,
 )
 
-from .conftest import BASE_URL, Blocking, MakeClient
+from .conftest import BASE_URL, MakeClient
 from .fake_aggregator import FakeAggregator
 
 JOB_ID = "AbCdEfGhIjKlMnOpQrStUv"
@@ -90,28 +88,6 @@ class JobServer:
             return httpx.Response(200, json=json.loads(PRIVACY.model_dump_json()))
         state = self.states.pop(0) if len(self.states) > 1 else self.states[0]
         return httpx.Response(200, json=state)
-
-
-@pytest.fixture(params=["sync", "async"])
-def make(request: pytest.FixtureRequest) -> Iterator[Any]:
-    runner = asyncio.Runner()
-    made: list[Any] = []
-
-    def build(handler: JobServer) -> Any:
-        transport = httpx.MockTransport(handler)
-        if request.param == "sync":
-            client: Any = LDPClient(BASE_URL, token="t", transport=transport, backoff=0.0)
-        else:
-            client = Blocking(
-                AsyncLDPClient(BASE_URL, token="t", transport=transport, backoff=0.0), runner
-            )
-        made.append(client)
-        return client
-
-    yield build
-    for client in made:
-        client.close()
-    runner.close()
 
 
 def test_mine_itemsets_polls_until_done(make: Any) -> None:

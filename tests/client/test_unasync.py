@@ -62,7 +62,8 @@ def test_the_generated_module_is_marked_and_has_no_async_left():
     for token in ("async ", "await ", "asyncio", "AsyncLDPClient", "aclose", "__aenter__"):
         assert token not in generated, token
     assert (
-        "class LDPClient(ItemsetMethods, TrainingMethods, KnnMethods, TrendMethods):" in generated
+        "class LDPClient(\n    ItemsetMethods,\n    TrainingMethods,\n    KnnMethods,\n"
+        "    TrendMethods,\n    ListMethods,\n):" in generated
     )
     assert "def close(self) -> None:" in generated
     methods = load_script().unasync(
@@ -84,6 +85,12 @@ def test_the_generated_module_is_marked_and_has_no_async_left():
     for token in ("async ", "await ", "asyncio", "AsyncTrendMethods"):
         assert token not in trend, token
     assert "class TrendMethods:" in trend
+    lists = load_script().unasync(
+        (PACKAGE / "list_methods_async.py").read_text(), "list_methods_async.py"
+    )
+    for token in ("async ", "await ", "asyncio", "AsyncListMethods", "AsyncIterator"):
+        assert token not in lists, token
+    assert "class ListMethods:" in lists and "yield from page" in lists
 
 
 def test_every_pair_is_checked():
@@ -95,5 +102,6 @@ def test_every_pair_is_checked():
         ("training_methods_async.py", "training_methods.py"),
         ("knn_methods_async.py", "knn_methods.py"),
         ("trend_methods_async.py", "trend_methods.py"),
+        ("list_methods_async.py", "list_methods.py"),
     ]
     assert all(s.exists() and t.exists() for s, t in pairs)

@@ -5,24 +5,21 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response, status
-from pydantic import BaseModel
 
 from ldp_aggregator.auth import require_admin, require_analyst
 from ldp_aggregator.collections import create_collection as store_collection
 from ldp_aggregator.deps import app_state
 from ldp_aggregator.problems import body_validation_problem, problem_responses
+from ldp_aggregator.routes.page_params import Page
 from ldp_aggregator.storage import lifecycle, retention
-from ldp_aggregator.storage.collections import list_collection_names
+from ldp_aggregator.storage.collections import page_collection_names
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
 from ldp_shared.lifecycle_wire import CollectionStatus, Retention
+from ldp_shared.list_wire import CollectionList
 from ldp_shared.schema import CollectionSpec
 
 router = APIRouter(prefix="/v1/collections", tags=["collections"])
-
-
-class CollectionList(BaseModel):
-    collections: list[str]
 
 
 @router.post(
@@ -50,9 +47,11 @@ def create_collection(
     dependencies=[Depends(require_analyst)],
     responses=problem_responses(401),
 )
-def list_collections(request: Request) -> CollectionList:
-    """The names of all collections (analyst)."""
-    return CollectionList(collections=list_collection_names(app_state(request).engine))
+def list_collections(request: Request, page: Page) -> CollectionList:
+    """The names of the collections, by name, a page at a time (analyst): ``limit``
+    names after ``cursor``, and ``next_cursor`` (null on the last page)."""
+    names, next_cursor = page_collection_names(app_state(request).engine, page)
+    return CollectionList(collections=names, next_cursor=next_cursor)
 
 
 @router.get("/{name}", response_model=CollectionConfig, responses=problem_responses(404))

@@ -14,6 +14,7 @@ from ldp_aggregator.deps import app_state
 from ldp_aggregator.itemsets import basket_attribute, check_itemset_query, check_release
 from ldp_aggregator.jobs import runner_of
 from ldp_aggregator.problems import problem_response, problem_responses
+from ldp_aggregator.routes.page_params import Page
 from ldp_shared.itemset_wire import (
     JOB_ID_PATTERN,
     ItemsetJob,
@@ -21,6 +22,7 @@ from ldp_shared.itemset_wire import (
     MaskPrivacy,
     mask_privacy,
 )
+from ldp_shared.list_wire import JobList
 from ldp_shared.wire import checked_range
 
 
@@ -73,6 +75,20 @@ def mine_itemsets(
         response.status_code = status.HTTP_202_ACCEPTED
         response.headers["Retry-After"] = "1"
     return job
+
+
+@router.get(
+    "/{name}/itemsets",
+    response_model=JobList,
+    dependencies=[Depends(require_analyst)],
+    responses=problem_responses(401, 404),
+)
+def list_itemset_jobs(name: str, request: Request, page: Page) -> JobList:
+    """The collection's mining jobs, by id, a page at a time (analyst): each with its
+    status, progress and creation day (read a job's query and result at its id)."""
+    state = app_state(request)
+    collection = state.collections.get(name)
+    return runner_of(request.app, state.engine).list_jobs(collection, page)
 
 
 @router.get(

@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Request, Response, status
-from pydantic import BaseModel
 
 from ldp_aggregator import naive_bayes
 from ldp_aggregator.auth import require_analyst
 from ldp_aggregator.deps import app_state
 from ldp_aggregator.problems import problem_responses
 from ldp_aggregator.release import window_query
+from ldp_aggregator.routes.page_params import Page
 from ldp_aggregator.routes.window_params import WindowFrom, WindowTo
+from ldp_shared.list_wire import ModelList
 from ldp_shared.wire import (
     CategoricalNBExport,
     NaiveBayesModel,
@@ -26,10 +27,6 @@ router = APIRouter(
 )
 
 BASE = "/{name}/models/naive-bayes"
-
-
-class ModelList(BaseModel):
-    models: list[str]
 
 
 @router.post(
@@ -68,10 +65,11 @@ def train_naive_bayes(
 
 
 @router.get(BASE, response_model=ModelList, responses=problem_responses(401, 404))
-def list_naive_bayes(name: str, request: Request) -> ModelList:
-    """The ids of the collection's naive Bayes models."""
+def list_naive_bayes(name: str, request: Request, page: Page) -> ModelList:
+    """The ids of the collection's naive Bayes models, by id, a page at a time: ``limit``
+    ids after ``cursor``, and ``next_cursor`` (null on the last page)."""
     state = app_state(request)
-    return ModelList(models=naive_bayes.model_ids(state.engine, state.collections.get(name)))
+    return naive_bayes.model_list(state.engine, state.collections.get(name), page)
 
 
 @router.get(

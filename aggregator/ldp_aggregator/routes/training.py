@@ -10,10 +10,13 @@ from fastapi import APIRouter, Depends, Path, Request, Response, status
 from ldp_aggregator import training, training_rounds
 from ldp_aggregator.auth import require_analyst
 from ldp_aggregator.deps import AppState, app_state
+from ldp_aggregator.jobs import job_list
 from ldp_aggregator.problems import problem_responses
+from ldp_aggregator.routes.page_params import Page
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_shared.itemset_wire import check_job_id
 from ldp_shared.learning.layout import FeatureLayout
+from ldp_shared.list_wire import JobList
 from ldp_shared.training_wire import (
     TOKEN_PATTERN,
     Participation,
@@ -67,6 +70,19 @@ def create_training_job(
     job = training.create_job(state.engine, collection, spec)
     response.headers["Location"] = f"/v1/collections/{name}/training-jobs/{job.id}"
     return job
+
+
+@router.get(
+    "/{name}/training-jobs",
+    response_model=JobList,
+    dependencies=[Depends(require_analyst)],
+    responses=problem_responses(401, 404),
+)
+def list_training_jobs(name: str, request: Request, page: Page) -> JobList:
+    """The collection's training jobs, by id, a page at a time (analyst): each with its
+    status, progress and creation day."""
+    state = app_state(request)
+    return job_list(state.engine, state.collections.get(name), training.TRAINING, page)
 
 
 @router.get(

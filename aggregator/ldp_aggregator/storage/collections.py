@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime
 from sqlalchemy import Connection, Engine, insert, select
 from sqlalchemy.exc import IntegrityError
 
+from ldp_aggregator.pages import PageQuery
 from ldp_aggregator.storage.tables import collections
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import CollectionNotFoundError, ConflictError
@@ -85,6 +86,14 @@ def list_collection_names(engine: Engine) -> list[str]:
         return list(
             connection.execute(select(collections.c.name).order_by(collections.c.name)).scalars()
         )
+
+
+def page_collection_names(engine: Engine, page: PageQuery) -> tuple[list[str], str | None]:
+    """One page of the collections' names, by name, and the next page's cursor."""
+    with engine.connect() as connection:
+        query = page.select(select(collections.c.name), collections.c.name)
+        names = list(connection.execute(query).scalars())
+    return page.cut(names, str)
 
 
 class CollectionCache:

@@ -33,6 +33,7 @@ from sqlalchemy import (
     update,
 )
 
+from ldp_aggregator.pages import PageQuery
 from ldp_aggregator.storage.tables import metadata
 
 STALE_AFTER_SECONDS = 300
@@ -84,11 +85,27 @@ class JobRow:
 
     def lost(self, now: int | None = None) -> bool:
         """Queued or running, but not refreshed for :data:`STALE_AFTER_SECONDS`."""
-        current = int(time.time()) if now is None else now
-        return (
-            self.status in ("queued", "running")
-            and current - self.updated_unix > STALE_AFTER_SECONDS
-        )
+        return _stale(self.status, self.updated_unix, now)
+
+
+@dataclass(frozen=True)
+class JobHead:
+    """What a list of jobs shows of one (its request and result are not read)."""
+
+    id: str
+    status: str
+    progress: str | None
+    created_unix: int
+    updated_unix: int
+
+    def lost(self, now: int | None = None) -> bool:
+        """As :meth:`JobRow.lost`."""
+        return _stale(self.status, self.updated_unix, now)
+
+
+def _stale(status: str, updated_unix: int, now: int | None) -> bool:
+    current = int(time.time()) if now is None else now
+    return status in ("queued", "running") and current - updated_unix > STALE_AFTER_SECONDS
 
 
 def insert_job(
@@ -174,3 +191,23 @@ def list_jobs(connection: Connection, collection_id: int) -> list[JobRow]:
     ).scalars()
     found = (read_job(connection, str(job_id)) for job_id in list(ids))
     return [row for row in found if row is not None]
+
+
+def page_jobs(
+    connection: Connection, collection_id: int, kind: str, page: PageQuery
+) -> tuple[list[JobHead], str | None]:
+    """One page of the collection's jobs of one kind, by id, and the next page's cursor."""
+    query = select(
+        jobs.c.id, jobs.c.status, jobs.c.progress, jobs.c.created_unix, jobs.c.updated_unix
+    ).where(jobs.c.collection_id == collection_id, jobs.c.kind == kind)
+    heads = [
+        JobHead(
+            id=str(row.id),
+            status=str(row.status),
+            progress=row.progress,
+            created_unix=int(row.created_unix),
+            updated_unix=int(row.updated_unix),
+        )
+        for row in connection.execute(page.select(query, jobs.c.id))
+    ]
+    return page.cut(heads, lambda head: head.id)

@@ -6,6 +6,7 @@ from datetime import date
 
 from sqlalchemy import Connection, Engine, insert, select
 
+from ldp_aggregator.pages import PageQuery
 from ldp_aggregator.storage.tables import models
 from ldp_shared.errors import ModelNotFoundError
 
@@ -57,3 +58,16 @@ def list_model_ids(engine: Engine, collection_id: int, kind: str) -> list[str]:
                 .order_by(models.c.created_day, models.c.model_id)
             ).scalars()
         )
+
+
+def page_model_ids(
+    engine: Engine, collection_id: int, kind: str, page: PageQuery
+) -> tuple[list[str], str | None]:
+    """One page of the ids of a collection's models of one kind, by id, and the next
+    page's cursor."""
+    query = select(models.c.model_id).where(
+        models.c.collection_id == collection_id, models.c.kind == kind
+    )
+    with engine.connect() as connection:
+        ids = list(connection.execute(page.select(query, models.c.model_id)).scalars())
+    return page.cut(ids, str)

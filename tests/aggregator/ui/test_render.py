@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 
-from ldp_aggregator.ui.panels.itemsets import _cell
+from ldp_aggregator.ui.downloads import spreadsheet_cell
 from ldp_aggregator.ui.render import chart_json, number
 
 from ..conftest import TestClient, spec_payload
@@ -30,10 +30,10 @@ def test_chart_data_cannot_close_its_script_element_and_has_no_nan() -> None:
 
 
 def test_spreadsheet_formulas_are_quoted() -> None:
-    assert _cell("=HYPERLINK(1)") == "'=HYPERLINK(1)"
-    assert _cell("@sum") == "'@sum"
-    assert _cell("bread; milk") == "bread; milk"
-    assert _cell(-0.5) == -0.5
+    assert spreadsheet_cell("=HYPERLINK(1)") == "'=HYPERLINK(1)"
+    assert spreadsheet_cell("@sum") == "'@sum"
+    assert spreadsheet_cell("bread; milk") == "bread; milk"
+    assert spreadsheet_cell(-0.5) == -0.5
 
 
 def test_values_from_a_spec_are_escaped(ui_client: TestClient) -> None:

@@ -15,6 +15,7 @@ from ldp_aggregator.ui.panels import (
     overview,
     quantiles,
     training,
+    trend,
 )
 
 PANELS: tuple[Panel, ...] = (
@@ -24,6 +25,7 @@ PANELS: tuple[Panel, ...] = (
     heavy_hitters.PANEL,
     means.PANEL,
     quantiles.PANEL,
+    trend.PANEL,
     naive_bayes.PANEL,
     itemsets.PANEL,
     training.PANEL,

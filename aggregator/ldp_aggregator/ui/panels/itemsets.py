@@ -4,8 +4,6 @@ sortable tables with their errors, or download them as CSV."""
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
 from fastapi.responses import Response
@@ -14,6 +12,7 @@ from starlette.datastructures import FormData
 from ldp_aggregator.itemsets import check_itemset_query, check_release
 from ldp_aggregator.jobs import ITEMSETS, job_view, runner_of
 from ldp_aggregator.storage.jobs import list_jobs
+from ldp_aggregator.ui.downloads import csv_response
 from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView, Redirect
 from ldp_shared.analyses.itemsets.rules import UNINFORMATIVE_WIDTH
 from ldp_shared.collection import CollectionConfig
@@ -98,25 +97,6 @@ def _result(ctx: PanelContext) -> ItemsetResult:
     return job.result
 
 
-def _cell(value: Any) -> Any:
-    """Text that a spreadsheet would run as a formula starts with a quote instead."""
-    if isinstance(value, str) and value.startswith(("=", "+", "-", "@", "\t", "\r")):
-        return "'" + value
-    return value
-
-
-def _csv(header: list[str], rows: list[list[Any]], filename: str) -> Response:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows([_cell(value) for value in row] for row in rows)
-    return Response(
-        buffer.getvalue(),
-        media_type="text/csv; charset=utf-8",
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
-    )
-
-
 RULE_COLUMNS = [
     "support",
     "confidence",
@@ -139,14 +119,14 @@ def rules_csv(ctx: PanelContext) -> Response:
         for r, flag in zip(result.rules, rule_flags(result), strict=True)
     ]
     header = ["antecedent", "consequent", *RULE_COLUMNS, "informative"]
-    return _csv(header, rows, f"{result.collection}-{result.attribute}-rules.csv")
+    return csv_response(header, rows, f"{result.collection}-{result.attribute}-rules.csv")
 
 
 def itemsets_csv(ctx: PanelContext) -> Response:
     result = _result(ctx)
     header = ["items", "support", "stderr", "ci_low", "ci_high"]
     rows = [["; ".join(s.items), s.support, s.stderr, s.ci_low, s.ci_high] for s in result.itemsets]
-    return _csv(header, rows, f"{result.collection}-{result.attribute}-itemsets.csv")
+    return csv_response(header, rows, f"{result.collection}-{result.attribute}-itemsets.csv")
 
 
 PANEL = Panel(

@@ -1,9 +1,11 @@
-// The dashboard's only script: draws the charts (Chart.js, vendored), sorts tables and
-// reloads a page while a job runs. Every chart's numbers are also in a table beside it.
+// The dashboard's only script: draws the charts (Chart.js, vendored: bars with error bars,
+// and trends with their interval bands), sorts tables and reloads a page while a job runs.
+// Every chart's numbers are also in a table beside it.
 "use strict";
 
 // Okabe and Ito's palette, told apart under the common colour-vision deficiencies.
 const PALETTE = { blue: "#0072B2", orange: "#E69F00", vermillion: "#D55E00", black: "#000000" };
+const BAND = "rgba(0, 114, 178, 0.25)";  // the blue, a quarter opaque
 
 // A chart whose spec has a threshold ({value, label}) draws it as a dashed line across
 // the plot, labelled at its right end (the heavy hitters' detection threshold).
@@ -33,12 +35,100 @@ const THRESHOLD_LINE = {
   },
 };
 
+// A trend's interval band, drawn under its line: for each run of consecutive released
+// periods, the area between their interval bounds (a lone period between gaps: a narrow
+// bar). A withheld period has no estimate (null): nothing is drawn there, so it is a gap
+// in both the line and the band, never a zero.
+const INTERVAL_BAND = {
+  id: "intervalBand",
+  beforeDatasetsDraw(chart) {
+    const { ctx, scales } = chart;
+    const { low, high } = chart.data.datasets[0];
+    const x = (i) => scales.x.getPixelForValue(i);
+    const y = (v) => scales.y.getPixelForValue(v);
+    ctx.save();
+    ctx.fillStyle = BAND;
+    let runs = 0;
+    for (let i = 0; i < low.length; i += 1) {
+      if (low[i] === null || high[i] === null) continue;
+      let j = i;
+      while (j + 1 < low.length && low[j + 1] !== null && high[j + 1] !== null) j += 1;
+      ctx.beginPath();
+      if (i === j) {
+        ctx.rect(x(i) - 5, y(high[i]), 10, y(low[i]) - y(high[i]));
+      } else {
+        for (let k = i; k <= j; k += 1) ctx.lineTo(x(k), y(high[k]));
+        for (let k = j; k >= i; k -= 1) ctx.lineTo(x(k), y(low[k]));
+        ctx.closePath();
+      }
+      ctx.fill();
+      runs += 1;
+      i = j;
+    }
+    ctx.restore();
+    chart.canvas.dataset.bands = String(runs);
+  },
+};
+
+// What every chart shares: drawn at once, the size of its box, no legend, its title; and
+// its own plugins' options and scales.
+function chartOptions(spec, plugins, scales) {
+  return {
+    animation: false,
+    responsive: true,
+    maintainAspectRatio: false,
+    plugins: { legend: { display: false }, title: { display: true, text: spec.title }, ...plugins },
+    scales: scales,
+  };
+}
+
+// A trend (spec.kind "trend"): one point per period, joined where periods follow each
+// other, over its interval band; the axis takes in every interval.
+function drawTrend(canvas, spec) {
+  const bounds = spec.low.concat(spec.high).filter((v) => v !== null);
+  const interval = (i) => `[${spec.low[i].toPrecision(4)}, ${spec.high[i].toPrecision(4)}]`;
+  const chart = new window.Chart(canvas, {
+    type: "line",
+    data: {
+      labels: spec.labels,
+      datasets: [{
+        label: spec.y_title,
+        data: spec.values,
+        low: spec.low,
+        high: spec.high,
+        borderColor: PALETTE.blue,
+        backgroundColor: PALETTE.blue,
+        borderWidth: 2,
+        pointRadius: 3,
+        spanGaps: false,
+      }],
+    },
+    plugins: [INTERVAL_BAND],
+    options: chartOptions(spec, {
+      tooltip: { callbacks: { afterLabel: (item) => `interval ${interval(item.dataIndex)}` } },
+    }, {
+      x: { title: { display: true, text: spec.x_title } },
+      y: {
+        title: { display: true, text: spec.y_title },
+        suggestedMin: bounds.length ? Math.min(...bounds) : undefined,
+        suggestedMax: bounds.length ? Math.max(...bounds) : undefined,
+      },
+    }),
+  });
+  canvas.dataset.drawn = String(chart.data.labels.length);
+  canvas.dataset.gaps = String(spec.values.filter((v) => v === null).length);
+}
+
 function drawChart(canvas) {
   const source = document.getElementById(canvas.id + "-data");
   if (!source) return;
   const spec = JSON.parse(source.textContent);
   if (typeof window.Chart === "undefined") {
     canvas.replaceWith(document.createTextNode("The chart library did not load; the table has the numbers."));
+    return;
+  }
+  if (spec.kind === "trend") {
+    drawTrend(canvas, spec);
     return;
   }
   const withErrors = Array.isArray(spec.low) && Array.isArray(spec.high);
@@ -62,22 +152,12 @@ function drawChart(canvas) {
     type: withErrors ? "barWithErrorBars" : "bar",
     data: { labels: spec.labels, datasets: [dataset] },
     plugins: threshold ? [THRESHOLD_LINE] : [],
-    options: {
-      animation: false,
-      responsive: true,
-      maintainAspectRatio: false,
-      plugins: {
-        legend: { display: false },
-        title: { display: true, text: spec.title },
-        thresholdLine: threshold,
+    options: chartOptions(spec, { thresholdLine: threshold }, {
+      y: {
+        title: { display: true, text: spec.y_title },
+        suggestedMax: threshold ? threshold.value : undefined,
       },
-      scales: {
-        y: {
-          title: { display: true, text: spec.y_title },
-          suggestedMax: threshold ? threshold.value : undefined,
-        },
-      },
-    },
+    }),
   });
   canvas.dataset.drawn = String(chart.data.labels.length);
 }

@@ -1,0 +1,197 @@
+"""A trend: one estimate per period with its interval as a band, beside the same numbers
+as a table (``trend_result``, the function behind ``GET .../trend``), over the window
+that the from/to form names (by default from the first period holding reports to the
+current one).
+
+A numeric attribute is followed by its mean; a categorical one one value at a time, by
+default the most frequent over the window (its estimates averaged over the released
+periods, weighted by their reports). A period below the release minimum is withheld: the
+chart leaves a gap there and the table says "withheld" with its count, never a zero.
+The download holds every value of every period (:func:`ldp_shared.frames.columns`).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from fastapi.responses import Response
+
+from ldp_aggregator.trends import trend_result
+from ldp_aggregator.ui.downloads import csv_response
+from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView
+from ldp_aggregator.ui.panels.frequencies import INTERVALS, is_open
+from ldp_aggregator.ui.states import problem_view
+from ldp_shared import candidates, frames
+from ldp_shared.collection import CollectionConfig
+from ldp_shared.errors import LDPError
+from ldp_shared.trend_series import SeriesPoint, series
+from ldp_shared.trend_wire import TrendResult
+
+CONFIDENCE = 0.95
+SLUG = "trend"
+TEMPLATE = "panels/trend.html"
+
+
+def attribute_names(config: CollectionConfig) -> list[str]:
+    """The attributes released as frequencies or as a mean, then the label."""
+    kinds = ("frequencies", "mean")
+    names = [a.name for a in config.attributes if config.spec_of(a).released_as in kinds]
+    return names + ([config.label.name] if config.label is not None else [])
+
+
+def released_values(result: TrendResult) -> list[str]:
+    """The values a categorical trend estimates (none when every period is withheld)."""
+    for point in result.points:
+        if point.frequencies is not None:
+            return list(point.frequencies.values)
+    return []
+
+
+def most_frequent(result: TrendResult) -> str | None:
+    """The value whose estimates, weighted by each released period's reports, are largest."""
+    released = [p.frequencies for p in result.points if p.frequencies is not None]
+    if not released:
+        return None
+    weights = np.array([f.n_reports for f in released], dtype=float)
+    estimates = np.array([f.estimate for f in released], dtype=float)
+    return released[0].values[int(np.argmax(weights @ estimates))]
+
+
+def follow(result: TrendResult, asked: str) -> tuple[str, list[SeriesPoint]]:
+    """The value followed (``asked``, else the most frequent; ``"mean"`` for a number)
+    and its estimate per period. :class:`InvalidQueryError` for a value the attribute lacks."""
+    if result.released_as == "mean":
+        return "mean", series(result)
+    value = asked or most_frequent(result) or ""
+    return value, series(result, value)
+
+
+def _chart(result: TrendResult, value: str, rows: list[SeriesPoint]) -> dict[str, Any]:
+    mean = result.released_as == "mean"
+    what = "mean" if mean else f"frequency of {value}"
+    subject = (
+        f"mean of {result.attribute}" if mean else f"frequency of {result.attribute} = {value}"
+    )
+    return {
+        "kind": "trend",
+        "title": f"Estimated {subject} per {result.window.period}",
+        "labels": [row.period for row in rows],
+        "values": [row.estimate for row in rows],  # None (a gap) where withheld
+        "low": [row.ci_low for row in rows],
+        "high": [row.ci_high for row in rows],
+        "y_title": f"estimated {what}",
+        "x_title": f"{result.window.period} (UTC)",
+    }
+
+
+def caption(result: TrendResult) -> str:
+    """What the chart shows, in plain words."""
+    level = f"{result.confidence:.0%}"
+    if result.released_as == "mean":
+        interval = "a normal interval: the mean ± z standard errors of the mechanism's variance"
+    else:
+        kind = next(p.frequencies.interval for p in result.points if p.frequencies is not None)
+        interval = INTERVALS[kind]
+    return (
+        f"Each point is the estimate over the reports of one {result.window.period}, the band"
+        f" its {level} confidence interval ({interval}). A gap is a withheld period: it holds"
+        " fewer reports than the release minimum, so nothing is estimated there."
+    )
+
+
+def _window_params(ctx: PanelContext) -> dict[str, str]:
+    return {"from": ctx.param("from").strip(), "to": ctx.param("to").strip()}
+
+
+def _trend(ctx: PanelContext, attribute: str, value: str) -> TrendResult:
+    window = _window_params(ctx)
+    named = candidates.join([value]) if value and is_open(ctx.config, attribute) else None
+    return trend_result(
+        ctx.state.engine,
+        ctx.collection,
+        attribute,
+        window["from"] or None,
+        window["to"] or None,
+        CONFIDENCE,
+        named,
+    )
+
+
+def view(ctx: PanelContext) -> PanelView:
+    names = attribute_names(ctx.config)
+    attribute = ctx.param("attribute", names[0])
+    asked = ctx.param("value").strip()
+    window = _window_params(ctx)
+    open_domain = is_open(ctx.config, attribute)
+    context: dict[str, Any] = {
+        "attribute_links": ctx.choices(
+            SLUG, "attribute", [(n, n) for n in names], attribute, **window
+        ),
+        "attribute": attribute,
+        "asked": asked,
+        "window": window,
+        "open_domain": open_domain,
+        "confidence": CONFIDENCE,
+        "min_reports": ctx.config.spec.release.min_reports,
+    }
+    if open_domain and not asked:
+        context["problem"] = {
+            "title": "Name the value to follow",
+            "message": f"{attribute!r} has an open domain: no list of its values exists, so"
+            " its trend follows the value you name.",
+            "next_step": "Type a value above and press Show.",
+        }
+        return PanelView(TEMPLATE, context)
+    try:
+        result = _trend(ctx, attribute, asked)
+        value, rows = follow(result, asked)
+    except LDPError as error:
+        problem = problem_view(ctx, error)
+        context["problem"] = problem.context
+        return PanelView(TEMPLATE, context, status_code=problem.status_code)
+    released = [p for p in result.points if p.withheld is None]
+    context.update(
+        result=result,
+        value=value,
+        value_choices=released_values(result),
+        rows=rows,
+        released=len(released),
+        withheld=len(rows) - len(released),
+        first=next((p.mean or p.frequencies for p in released), None),
+        chart=_chart(result, value, rows),
+        caption=caption(result) if released else "",
+        download=ctx.url(SLUG, "/download/trend.csv", attribute=attribute, value=asked, **window),
+    )
+    return PanelView(TEMPLATE, context)
+
+
+def _csv_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return value
+
+
+def trend_csv(ctx: PanelContext) -> Response:
+    """Every value of every period of the trend on the page (withheld periods: one row,
+    no estimate, the reason in ``withheld``)."""
+    names = attribute_names(ctx.config)
+    attribute = ctx.param("attribute", names[0])
+    result = _trend(ctx, attribute, ctx.param("value").strip())
+    table = frames.columns(result)
+    rows = zip(*([_csv_value(v) for v in column] for column in table.values()), strict=True)
+    filename = f"{result.collection}-{result.attribute}-trend.csv"
+    return csv_response(list(table), rows, filename)
+
+
+PANEL = Panel(
+    slug=SLUG,
+    title="Trend",
+    view=view,
+    applies=lambda config: bool(attribute_names(config)),
+    downloads={"trend.csv": trend_csv},
+)
