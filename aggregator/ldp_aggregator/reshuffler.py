@@ -13,9 +13,12 @@ logger = logging.getLogger("ldp_aggregator")
 
 
 class Reshuffler:
-    """Rewrites the reports every ``seconds`` when :attr:`ReportWriter.needs_rewrite`
-    (0: never periodically), in a thread of its own, and once more when stopped; folds
-    expired reports (:func:`~ldp_aggregator.storage.retention.fold_expired`) on each turn."""
+    """Rewrites the reports when :attr:`ReportWriter.needs_rewrite`, in a thread of its
+    own: at once when started (a process killed earlier, by ``kill -9`` or a power cut,
+    may have left arrival order in the files), then every ``seconds``, and once more when
+    stopped; folds expired reports
+    (:func:`~ldp_aggregator.storage.retention.fold_expired`) on each turn. With
+    ``seconds`` 0 there is no thread: only the turn when stopped."""
 
     def __init__(self, writer: ReportWriter, seconds: float) -> None:
         self.writer = writer
@@ -38,6 +41,7 @@ class Reshuffler:
         self._turn()
 
     def _run(self) -> None:
+        self._turn()  # the first turn at start-up, not after one interval
         while not self._stop.wait(self.seconds):
             self._turn()
 

@@ -71,15 +71,16 @@ device asks again soon; the detail also states the longest wait (:func:`held_pla
 for a place whose device never answers."""
 
 
-def held_place_wait(first_issued: int | None, hold_seconds: int, now: int) -> int:
+def held_place_wait(first_held_until: int | None, now: int) -> int:
     """Whole seconds until the first held place of a full round is freed (at least 1).
 
-    A place issued at second ``t`` is held while ``now - hold_seconds <= t``
-    (:func:`issue_participation`), so it is free again at ``t + hold_seconds + 1``.
+    A place is held while ``now <= held_until`` (its stored end,
+    :func:`~ldp_aggregator.storage.training.hold_end`), so it is free again at
+    ``held_until + 1``.
     """
-    if first_issued is None:
+    if first_held_until is None:
         return 1
-    return max(1, first_issued + hold_seconds + 1 - now)
+    return max(1, first_held_until + 1 - now)
 
 
 def _refuse_if_closed(connection: Connection, collection: StoredCollection) -> None:
@@ -108,7 +109,9 @@ def issue_participation(engine: Engine, collection: StoredCollection, job_id: st
 
     Raises :class:`RoundClosedError` when the job has finished, and
     :class:`RateLimitedError` (with ``Retry-After``) while every place of the round is
-    held by a participation issued less than ``participation_seconds`` ago.
+    held. A place is held for ``participation_seconds`` rounded up to whole seconds, its
+    end then rounded up to a multiple of that (:func:`store.hold_end`): the token's row
+    keeps no finer time of when it was issued.
     """
     token = secrets.token_urlsafe(32)
     with engine.begin() as connection:
@@ -122,9 +125,7 @@ def issue_participation(engine: Engine, collection: StoredCollection, job_id: st
         state = store.read_round(connection, job_id)
         assert state is not None
         now = int(time.time())
-        hold = math.ceil(spec.participation_seconds)
-        since = now - hold
-        pending = store.pending_tokens(connection, job_id, state.round, since)
+        pending = store.pending_tokens(connection, job_id, state.round, now)
         received = {"gradient": state.gradient_received, "loss": state.loss_received}
         free = {
             role: places - received[role] - pending.get(role, 0)
@@ -135,8 +136,8 @@ def issue_participation(engine: Engine, collection: StoredCollection, job_id: st
             # the places are held by devices computing their reports; the round closes
             # (and the next opens) as soon as those arrive, or a place is freed when it
             # expires: a device asks again soon, and the detail states the longest wait
-            first = store.first_pending_issue(connection, job_id, state.round, since)
-            wait = held_place_wait(first, hold, now)
+            first = store.first_held_until(connection, job_id, state.round, now)
+            wait = held_place_wait(first, now)
             raise RateLimitedError(
                 f"every place of round {state.round} of training job {job_id!r} is held by a"
                 f" device that has not answered yet; try again in {RETRY_SECONDS} s: the"
@@ -145,7 +146,8 @@ def issue_participation(engine: Engine, collection: StoredCollection, job_id: st
                 retry_after=RETRY_SECONDS,
             )
         role = "gradient" if secrets.randbelow(total) < max(0, free["gradient"]) else "loss"
-        issued = store.insert_token(connection, job_id, _hash(token), state.round, role)
+        held_until = store.hold_end(now, math.ceil(spec.participation_seconds))
+        store.insert_token(connection, job_id, _hash(token), state.round, role, held_until)
     return Participation(
         job=job_id,
         collection=collection.name,
@@ -158,7 +160,7 @@ def issue_participation(engine: Engine, collection: StoredCollection, job_id: st
         loss=mechanisms.loss_config(),
         epsilon=mechanisms.epsilon,
         delta=mechanisms.gradient.delta,
-        expires_unix=issued + math.ceil(spec.participation_seconds),
+        expires_unix=held_until,
     )
 
 

@@ -19,8 +19,9 @@ and in what order. The writer bounds that:
   are its requests answered: a process killed between requests leaves an empty log.
 * **Periodic rewrite.** :meth:`ReportWriter.rewrite` rebuilds the tables out of arrival
   order (:func:`~ldp_aggregator.storage.at_rest.rewrite_reports`);
-  :class:`~ldp_aggregator.reshuffler.Reshuffler` calls it every ``reshuffle_seconds``
-  when reports were written since, and once more at shutdown.
+  :class:`~ldp_aggregator.reshuffler.Reshuffler` calls it as soon as the app starts,
+  then every ``reshuffle_seconds`` when reports were written since, and once more at
+  shutdown.
 
 A transaction locks each collection it writes against closing and deleting
 (:func:`~ldp_aggregator.storage.lifecycle.refusal_to_write`), claims one of its

@@ -10,9 +10,10 @@ Two readers of the ``reports`` heap:
   ``CHECKPOINT``), page by page: each tuple's header ``xmin`` and its place in the file,
   dead tuples and freed space included, and the id copies found anywhere in the file.
 
-And one of the primary-key index, :func:`index_positions`: a B-tree leaf keeps its line
-pointers in key order but places each new tuple below the previous ones, so between two
-splits of a page the byte offsets follow insertion order (as in SQLite's pages).
+And two of the primary-key index, :func:`index_positions` and :func:`index_offsets`: a
+B-tree leaf keeps its line pointers in key order but places each new tuple below the
+previous ones, so between two splits of a page the byte offsets follow insertion order
+(as in SQLite's pages), and tuples written by one transaction lie side by side.
 
 Page layout: https://www.postgresql.org/docs/current/storage-page-layout.html.
 """
@@ -84,19 +85,36 @@ def _known_id(body: bytes, known: Set[str]) -> str | None:
     return None
 
 
-def index_positions(data: bytes, known: Set[str]) -> dict[str, Position]:
-    """Each report's scaled rank, oldest first, by byte offset within its index leaf."""
-    found: dict[str, Position] = {}
+def _index_leaves(data: bytes, known: Set[str]) -> Iterator[tuple[int, list[tuple[int, str]]]]:
+    """``(block, [(byte offset, report id)])`` of every leaf page of the index, the known
+    ids only, newest tuple (lowest offset) last."""
     for block in range(1, len(data) // PAGE):  # block 0 is the index's metapage
         page = data[block * PAGE : (block + 1) * PAGE]
         special = int.from_bytes(page[16:18], "little")
         if not int.from_bytes(page[special + 12 : special + 14], "little") & _BTREE_LEAF:
             continue
         entries = [(offset, _known_id(body, known)) for offset, body in _tuples(page)]
-        placed = sorted(((o, i) for o, i in entries if i is not None), reverse=True)
+        yield block, sorted(((o, i) for o, i in entries if i is not None), reverse=True)
+
+
+def index_positions(data: bytes, known: Set[str]) -> dict[str, Position]:
+    """Each report's scaled rank, oldest first, by byte offset within its index leaf."""
+    found: dict[str, Position] = {}
+    for _, placed in _index_leaves(data, known):
         for rank, (_, report_id) in enumerate(placed):
             found[report_id] = ((rank + 0.5) / len(placed),)
     return found
+
+
+def index_offsets(data: bytes, known: Set[str]) -> dict[str, Position]:
+    """Each report's place in the index file, ``(block, byte offset)``: sorted by it,
+    neighbours are tuples written next to each other (by one transaction, unless the
+    page was split or rebuilt since)."""
+    return {
+        report_id: (block, offset)
+        for block, placed in _index_leaves(data, known)
+        for offset, report_id in placed
+    }
 
 
 def heap_file(data: bytes, known: Set[str]) -> HeapFile:

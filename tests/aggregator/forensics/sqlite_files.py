@@ -13,7 +13,8 @@ period_start, bits)`` (before periods, without ``period_start``). Two readers:
 * :func:`page_positions`: the main file. A page's cell content grows downwards from the
   page's end, so between two rebuilds of a page (split, defragmentation, rewrite) a cell
   written later sits at a lower offset; a report's position is its place in that order
-  within its page, scaled to [0, 1].
+  within its page, scaled to [0, 1]. :func:`offset_positions` keeps the byte offset
+  itself: neighbours by offset are cells written together.
 
 :func:`residue` counts copies of ids outside every live cell (freed space, freelist
 pages): what ``secure_delete`` is for.
@@ -183,6 +184,18 @@ def page_positions(main: bytes, known: Set[str]) -> dict[str, Position]:
         leaves.sort(key=lambda c: -c.offset)
         for rank, cell in enumerate(leaves):
             found[cell.report_id] = ((rank + 0.5) / len(leaves),)
+    return found
+
+
+def offset_positions(main: bytes, known: Set[str]) -> dict[str, Position]:
+    """Each report's place in the file, ``(page number, byte offset)`` of its leaf cell:
+    sorted by it, neighbours are cells written next to each other (within a page, by one
+    transaction unless the page was rebuilt since)."""
+    found: dict[str, Position] = {}
+    for number in tree_pages(main, root_page(main)):
+        for cell in cells(*_page(main, number), known):
+            if cell.leaf:
+                found[cell.report_id] = (number, cell.offset)
     return found
 
 
