@@ -1,8 +1,8 @@
 """A no-op upload route: the yardstick of ``bench/ingestion.py``'s single-report requests.
 
 The same request and answer models as ``POST /v1/collections/{name}/reports``
-(:class:`~ldp_shared.wire.ReportBatch` in, :class:`~ldp_shared.wire.BatchResult` out, a
-plain synchronous route, so FastAPI runs it in its thread pool as it runs ours) and no
+(:class:`~ldp_shared.wire.ReportBatch` in, :class:`~ldp_shared.wire.BatchResult` out, an
+``async`` route as ours is, so neither pays a thread-pool hop; issue 23) and no
 middleware; it stores nothing and answers every report ``accepted``. Served like the
 aggregator (uvicorn, one process, 127.0.0.1, no access log, the same log level)::
 
@@ -10,7 +10,7 @@ aggregator (uvicorn, one process, 127.0.0.1, no access log, the same log level):
         --log-level warning --no-access-log
 
 What the aggregator costs beyond this route is its own work: judging and decoding the
-reports, the database transaction, the metrics middleware.
+reports, the database transaction, its middleware (``bench/request_layers.py``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ app = FastAPI(title="no-op upload route (benchmark yardstick)")
 
 
 @app.post("/v1/collections/{name}/reports", response_model=BatchResult)
-def upload_reports(name: str, batch: ReportBatch) -> BatchResult:
+async def upload_reports(name: str, batch: ReportBatch) -> BatchResult:
     """Accept every report without looking at it (the answer has one outcome per report,
     as the aggregator's has)."""
     outcomes = [{"id": report.id, "status": "accepted", "reason": None} for report in batch.reports]

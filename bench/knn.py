@@ -144,7 +144,7 @@ def accuracy_table(
     pick = np.sort(
         seeded_rng(7).choice(len(d.test_y), size=min(queries, len(d.test_y)), replace=False)
     )
-    tq = d.space.scale_queries(d.test_x[pick])
+    tq, _ = d.space.scale_queries(d.test_x[pick])
     zq, yq = d.space.standardise(tq), d.test_y[pick]
     refs, votes = references(d, zq, yq)
     # the cell classifier on the true records (noise off): what the cells cost without LDP
@@ -220,7 +220,7 @@ def latency(d: Dataset, n: int, queries: int) -> dict[str, Any]:
     rows = np.tile(np.arange(len(d.train_y)), reps)[:n]
     t = d.space.scale_records(d.train_x)
     z = d.space.standardise(t)
-    q = d.space.scale_queries(d.test_x[:queries])
+    q, _ = d.space.scale_queries(d.test_x[:queries])
     rng = seeded_rng(3)
     out: dict[str, Any] = {"stored_reports": n, "query_points": queries, "epsilon": 5.0}
     cells = CellProtocol(d.space.dimension, d.classes, 5.0, tables=TABLES, bits=BITS)

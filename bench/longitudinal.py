@@ -5,15 +5,20 @@
    the SDK's ``Device`` and a real ``Ledger``. For each history: the naive ``365·ε``
    (a fresh GRR report a day at ε), memoisation alone (GRR at ε with the ledger's
    whole-record memo, ``memoize=``: ε per distinct record, identical repeats), L-GRR
-   (ε₁ = ε per report, ε∞ = 2ε per distinct value) and dBitFlipPM (ε per report and per
-   distinct bucket vector; minutes in [0, 240], 24 buckets, 2 bits), as the ledger
-   charges them.
+   and L-OSUE (ε₁ = ε per report, ε∞ = 2ε per distinct value) and dBitFlipPM (ε per
+   report and per distinct bucket vector; minutes in [0, 240], 24 buckets, 2 bits), as
+   the ledger charges them.
 2. **Per-period variance.** ``N`` memoised devices (one secret each) report for ``T``
    periods while some of them change value; over ``R`` repetitions, each period's
-   estimate's empirical variance against the formula (L-GRR: ``[f p(1−p) + (1−f)
-   q(1−q)]/(n(p−q)²)``; dBitFlipPM: each error standardised by its formula at the run's
-   ``n_v``), per period, with the Monte-Carlo interval of the ratio.
+   estimate's empirical variance against the formula (L-GRR and L-OSUE: ``[f p(1−p) +
+   (1−f) q(1−q)]/(n(p−q)²)`` at their chained ``p``, ``q``; dBitFlipPM: each error
+   standardised by its formula at the run's ``n_v``), per period, with the Monte-Carlo
+   interval of the ratio. Beside it, the formula's variance per report at ``f = 0`` of
+   L-GRR and L-OSUE as the domain grows (why L-OSUE for large ``d``).
 3. **Client speed** of a memoised device's report (one record per call).
+4. **Side by side with multi-freq-ldpy** (``_longitudinal_peers.py``): per-period error
+   and client speed of its L-GRR, L-OSUE and dBitFlipPM at the same ε, in interleaved
+   A/B pairs.
 """
 
 from __future__ import annotations
@@ -27,10 +32,11 @@ from typing import Any
 import numpy as np
 
 from _common import base_parser, emit, log, sized, start_marker
+from _longitudinal_peers import side_by_side
 from ldp_client.device import Device
 from ldp_client.ledger import Ledger
 from ldp_shared.collection import CollectionConfig, build_config
-from ldp_shared.mechanisms import DBitFlipPM, LongitudinalGRR
+from ldp_shared.mechanisms import DBitFlipPM, LongitudinalGRR, LongitudinalOSUE
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 
@@ -50,6 +56,9 @@ CONFIGS = {
     "memoisation_alone": collection("memo", {"mechanism": "grr", "domain": APPS}),
     "l_grr": collection(
         "lgrr", {"mechanism": "l-grr", "domain": APPS, "permanent_epsilon": 2 * EPSILON}
+    ),
+    "l_osue": collection(
+        "losue", {"mechanism": "l-osue", "domain": APPS, "permanent_epsilon": 2 * EPSILON}
     ),
     "dbitflippm": collection(
         "dbit", {"mechanism": "dbitflippm", "lo": 0, "hi": 240, "buckets": 24, "bits": 2}
@@ -153,6 +162,40 @@ def lgrr_variance(n: int, periods: int, runs: int, gen: np.random.Generator) -> 
     return {"d": mech.d, "epsilon": EPSILON, "epsilon_infinity": 2 * EPSILON, "periods": per_period}
 
 
+def losue_variance(n: int, periods: int, runs: int, gen: np.random.Generator) -> dict[str, Any]:
+    mech = LongitudinalOSUE(d=len(APPS), epsilon=EPSILON, epsilon_infinity=2 * EPSILON)
+    values = drifting_values(n, periods, mech.d, gen)
+    estimates = np.empty((runs, periods, mech.d))
+    for r in range(runs):
+        permanent = np.stack(  # n × periods × ceil(d/8) packed permanent vectors
+            [mech.permanent(row, key) for row, key in zip(values, device_keys(n, gen), strict=True)]
+        )
+        for t in range(periods):
+            reports = mech.instantaneous(permanent[:, t], gen)
+            counts = np.unpackbits(reports, axis=1, count=mech.d).sum(axis=0, dtype=np.int64)
+            estimates[r, t] = mech.estimate_stats({"counts": counts}, n, 0.95).estimate
+    per_period = []
+    for t in range(periods):
+        f = np.bincount(values[:, t], minlength=mech.d) / n
+        ratios = estimates[:, t].var(axis=0, ddof=1) / mech.variance(f, n)
+        per_period.append(ratio_row(ratios, runs))
+    return {"d": mech.d, "epsilon": EPSILON, "epsilon_infinity": 2 * EPSILON, "periods": per_period}
+
+
+def variance_by_domain() -> list[dict[str, Any]]:
+    """The formula's variance of one report at ``f = 0`` (``q(1−q)/(p−q)²``), L-GRR against
+    L-OSUE at ε₁ = ε, ε∞ = 2ε, as ``d`` grows."""
+    rows = []
+    for d in (2, 4, 8, 16, 64, 256, 1024):
+        lgrr = LongitudinalGRR(d=d, epsilon=EPSILON, epsilon_infinity=2 * EPSILON)
+        losue = LongitudinalOSUE(d=d, epsilon=EPSILON, epsilon_infinity=2 * EPSILON)
+        row: dict[str, Any] = {"d": d}
+        for name, mech in (("l_grr", lgrr), ("l_osue", losue)):
+            row[f"{name}_variance_per_report"] = float(mech.variance(np.zeros(1), 1)[0])
+        rows.append(row)
+    return rows
+
+
 def dbitflip_variance(n: int, periods: int, runs: int, gen: np.random.Generator) -> dict[str, Any]:
     mech = DBitFlipPM(d=8, b=2, epsilon=EPSILON)
     values = drifting_values(n, periods, mech.d, gen)
@@ -177,9 +220,12 @@ def dbitflip_variance(n: int, periods: int, runs: int, gen: np.random.Generator)
 def client_speed(devices: int, gen: np.random.Generator) -> dict[str, Any]:
     out = {}
     lgrr = LongitudinalGRR(d=len(APPS), epsilon=EPSILON, epsilon_infinity=2 * EPSILON)
+    losue = LongitudinalOSUE(d=len(APPS), epsilon=EPSILON, epsilon_infinity=2 * EPSILON)
+    wide = LongitudinalOSUE(d=256, epsilon=EPSILON, epsilon_infinity=2 * EPSILON)
     dbit = DBitFlipPM(d=24, b=2, epsilon=EPSILON)
     keys = device_keys(devices, gen)
-    for name, mech in (("l_grr", lgrr), ("dbitflippm", dbit)):
+    cases = (("l_grr", lgrr), ("l_osue", losue), ("l_osue_d256", wide), ("dbitflippm", dbit))
+    for name, mech in cases:
         one = np.array([3], dtype=np.int64)
         start = time.perf_counter()
         for key in keys:
@@ -199,10 +245,18 @@ def main() -> None:
     result["charges_over_365_days"] = charges(devices, gen)
     log("variance: l-grr")
     result["variance_l_grr"] = lgrr_variance(n, periods, runs, gen)
+    log("variance: l-osue")
+    result["variance_l_osue"] = losue_variance(n, periods, runs, gen)
+    result["variance_by_domain"] = variance_by_domain()
     log("variance: dbitflippm")
     result["variance_dbitflippm"] = dbitflip_variance(n, periods, runs, gen)
     result["variance_setup"] = {"devices": n, "periods": periods, "runs": runs}
     result["client"] = client_speed(sized(20_000, 2_000, 100, args), gen)
+    log("side by side with multi-freq-ldpy")
+    peer_n, peer_runs, records, pairs = sized(
+        (2_000, 200, 2_000, 10), (500, 20, 500, 4), (50, 3, 20, 2), args
+    )
+    result["multi_freq_ldpy"] = side_by_side(EPSILON, peer_n, peer_runs, records, pairs, gen)
     emit("longitudinal", result, args.quick, args.output)
 
 

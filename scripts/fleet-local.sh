@@ -11,6 +11,11 @@
 #      postgresql+psycopg://postgres@127.0.0.1:5432/postgres), when it answers;
 #   4. a throwaway cluster in a temporary folder (scripts/postgres.sh): needs initdb and
 #      pg_ctl on PATH, and a user other than root (PostgreSQL refuses to run as root).
+# FLEET_LOG=1: log mode (docs/log-mode.md): a three-node NATS JetStream cluster of
+# nats-server processes on free ports (stores in the temporary folder), the two replicas
+# publish to it (serve --log) and two fold workers (ldpcollect fold) write the database;
+# the analysis reads what is folded by then (folding runs seconds behind the uploads).
+# FLEET_KEEP=1 keeps the temporary folder (logs, stores) for a look afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLIENTS="${1:-100000}"
@@ -31,7 +36,7 @@ cleanup() {
   wait 2>/dev/null || true
   pg_throwaway_stop
   [ -z "$SERVER_DATABASE" ] || "$PY" scripts/pg_database.py drop "$SERVER_DATABASE" || true
-  rm -rf "$WORK"
+  [ -n "${FLEET_KEEP:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 
@@ -60,6 +65,28 @@ export LDPCOLLECT_MIGRATE_ON_STARTUP=false
 # a simulated fleet reports far faster than real devices: no upload limit here
 export LDPCOLLECT_UPLOAD_RATE_PER_COLLECTION="${LDPCOLLECT_UPLOAD_RATE_PER_COLLECTION:-0}"
 "$LDP" migrate >&2
+
+SERVE_LOG=()
+if [ "${FLEET_LOG:-}" = 1 ]; then
+  NATS="${NATS_SERVER:-$(command -v nats-server || echo /usr/sbin/nats-server)}"
+  [ -x "$NATS" ] || { echo "fleet: FLEET_LOG=1 needs nats-server (apt-get install nats-server)" >&2; exit 1; }
+  CLIENT_PORTS=(); ROUTE_PORTS=()
+  for node in 0 1 2; do CLIENT_PORTS+=("$(free_port)"); ROUTE_PORTS+=("$(free_port)"); done
+  ROUTES="$(printf 'nats://127.0.0.1:%s,' "${ROUTE_PORTS[@]}")"
+  for node in 0 1 2; do
+    mkdir -p "$WORK/nats$node"
+    "$NATS" -a 127.0.0.1 -p "${CLIENT_PORTS[$node]}" -n "fleet$node" -js -sd "$WORK/nats$node" \
+      --cluster_name fleet --cluster "nats://127.0.0.1:${ROUTE_PORTS[$node]}" \
+      --routes "${ROUTES%,}" >"$WORK/nats$node.log" 2>&1 &
+    PIDS+=("$!")
+  done
+  export LDPCOLLECT_LOG_URL="nats://$(printf '127.0.0.1:%s,' "${CLIENT_PORTS[@]}" | sed 's/,$//')"
+  echo "fleet: log $LDPCOLLECT_LOG_URL (three JetStream nodes)" >&2
+  for worker in 1 2; do
+    "$LDP" fold 2>"$WORK/fold$worker.log" &
+    PIDS+=("$!")
+  done
+fi
 
 URLS=()
 for replica in 1 2; do

@@ -35,6 +35,7 @@ PAIRS = [
     (PACKAGE / "knn_methods_async.py", PACKAGE / "knn_methods.py"),
     (PACKAGE / "trend_methods_async.py", PACKAGE / "trend_methods.py"),
     (PACKAGE / "list_methods_async.py", PACKAGE / "list_methods.py"),
+    (PACKAGE / "plan_methods_async.py", PACKAGE / "plan_methods.py"),
 ]
 """(asynchronous source, generated synchronous module)."""
 
@@ -69,6 +70,8 @@ SUBSTITUTIONS: list[tuple[str, str]] = [
     (r"\btrend_methods_async\b", "trend_methods"),
     (r"\bAsyncListMethods\b", "ListMethods"),
     (r"\blist_methods_async\b", "list_methods"),
+    (r"\bAsyncPlanMethods\b", "PlanMethods"),
+    (r"\bplan_methods_async\b", "plan_methods"),
     (r"\bAsyncIterator\b", "Iterator"),
     (r"\bAsyncBaseTransport\b", "BaseTransport"),
     (r"\bAsyncClient\b", "Client"),

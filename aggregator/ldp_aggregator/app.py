@@ -10,16 +10,19 @@ from anyio import to_thread
 from fastapi import Depends, FastAPI
 
 from ldp_aggregator.deps import AppState
-from ldp_aggregator.limits import BodySizeLimitMiddleware
 from ldp_aggregator.media_types import require_json_media_type
-from ldp_aggregator.metrics import Metrics, MetricsMiddleware, count_database_errors
+from ldp_aggregator.metrics import Metrics, count_database_errors
 from ldp_aggregator.openapi import document_truthfully
-from ldp_aggregator.problems import install_problem_handlers
+from ldp_aggregator.problems import UnexpectedErrorMiddleware, install_problem_handlers
 from ldp_aggregator.rate_limits import UploadLimits
+from ldp_aggregator.request_guard import RequestGuardMiddleware
 from ldp_aggregator.routes import analyses, collections, health, models, reports
 from ldp_aggregator.routes import itemsets as itemset_routes
 from ldp_aggregator.routes import knn as knn_routes
 from ldp_aggregator.routes import periods as period_routes
+from ldp_aggregator.routes import plan as plan_routes
+from ldp_aggregator.routes import privacy as privacy_routes
+from ldp_aggregator.routes import shuffled as shuffled_routes
 from ldp_aggregator.routes import training as training_routes
 from ldp_aggregator.routes import trends as trend_routes
 from ldp_aggregator.settings import Settings
@@ -70,9 +73,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if kept.migrate_on_startup:
             await to_thread.run_sync(upgrade, engine)
+        if kept.log_url is not None:  # log mode (docs/log-mode.md): nats imported only then
+            from ldp_aggregator.ingest_log.publisher import LogPublisher
+            from ldp_aggregator.ingest_log.stream import log_settings_of
+
+            _app.state.ldp_log = await LogPublisher.open(log_settings_of(kept))
         try:
             yield
         finally:
+            log = getattr(_app.state, "ldp_log", None)
+            if log is not None:
+                await log.close()
             engine.dispose()
 
     app = FastAPI(
@@ -98,7 +109,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(models.router)
     app.include_router(training_routes.router)
     app.include_router(knn_routes.router)
+    app.include_router(privacy_routes.router)
+    app.include_router(plan_routes.router)
+    app.include_router(shuffled_routes.router)
     install_dashboard(app)
-    app.add_middleware(BodySizeLimitMiddleware, max_body_bytes=kept.max_body_bytes)
-    app.add_middleware(MetricsMiddleware, metrics=state.metrics)
+    # one layer does metrics, the body limit and the last-resort 500 (issue 23: each
+    # pure-ASGI layer costs every request); it replaces the 500 layer of the problems
+    replaced: object = UnexpectedErrorMiddleware
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not replaced]
+    app.add_middleware(
+        RequestGuardMiddleware, metrics=state.metrics, max_body_bytes=kept.max_body_bytes
+    )
     return app

@@ -54,3 +54,15 @@ def require_metrics_reader(request: Request, credentials: Credentials) -> None:
     if tokens.role_of(credentials.credentials) == "analyst":
         raise PermissionDeniedError("/metrics needs the metrics or the admin token")
     raise AuthenticationError("the bearer token does not open /metrics")
+
+
+def require_shuffler(request: Request, credentials: Credentials) -> None:
+    """The shuffler's token only (docs/shuffler.md): 401 without it, 403 for a role's."""
+    tokens = app_state(request).tokens
+    if credentials is None:
+        raise AuthenticationError("send the shuffler's 'Authorization: Bearer <token>' header")
+    if tokens.is_shuffler(credentials.credentials):
+        return
+    if tokens.role_of(credentials.credentials) is not None:
+        raise PermissionDeniedError("shuffled batches need the shuffler token")
+    raise AuthenticationError("the bearer token is not the shuffler's")

@@ -20,10 +20,15 @@ import logging
 import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from ldp_aggregator.shuffler.cli import (
+    SHUFFLER_COMMANDS,
+    add_shuffler_commands,
+    run_shuffler_command,
+)
 from ldp_shared.errors import ConfigurationError, LDPError
 
 if TYPE_CHECKING:
@@ -31,9 +36,15 @@ if TYPE_CHECKING:
 
 PROG = "ldpcollect"
 DESCRIPTION = "Collect data under local differential privacy."
-SERVER_COMMANDS = ("serve", "migrate")
+SERVER_COMMANDS = ("serve", "migrate", "fold", *SHUFFLER_COMMANDS)
 EXIT_ERROR = 2
-SERVER_EXTRAS: Mapping[str, str] = {"serve": "aggregator", "migrate": "aggregator"}
+SERVER_EXTRAS: Mapping[str, str] = {
+    "serve": "aggregator",
+    "migrate": "aggregator",
+    "fold": "aggregator",
+    "shuffle": "aggregator",
+    "sealing-keys": "aggregator",
+}
 """The extra (``pip install -e ".[extra]"``) each command of this module needs."""
 OPTIONAL_MODULES = frozenset(
     {
@@ -49,6 +60,8 @@ OPTIONAL_MODULES = frozenset(
         "jinja2",
         "multipart",
         "python_multipart",
+        "nats",
+        "cryptography",
         # the demo extra's own
         "tqdm",
     }
@@ -75,6 +88,13 @@ def add_server_commands(
         help="SQLAlchemy URL (default: $LDPCOLLECT_DATABASE_URL or sqlite:///./ldpcollect.db)",
     )
     serve.add_argument(
+        "--log",
+        metavar="NATS_URL",
+        help="log mode: publish uploads to this NATS JetStream cluster, e.g."
+        " nats://h1:4222,h2:4222,h3:4222 (default: $LDPCOLLECT_LOG_URL, else direct mode;"
+        " docs/log-mode.md)",
+    )
+    serve.add_argument(
         "--log-level",
         default="info",
         choices=("critical", "error", "warning", "info", "debug"),
@@ -85,6 +105,25 @@ def add_server_commands(
         "migrate", help="create or upgrade the database schema (Alembic upgrade head) and exit"
     )
     migrate.add_argument("--database-url", help="SQLAlchemy URL (default as for serve)")
+
+    fold = commands.add_parser(
+        "fold", help="log mode: write the log's reports to the database in batches (a worker)"
+    )
+    fold.add_argument("--log", metavar="NATS_URL", help="the log (default: $LDPCOLLECT_LOG_URL)")
+    fold.add_argument("--database-url", help="SQLAlchemy URL (default as for serve)")
+    fold.add_argument(
+        "--batch", type=int, default=10_000, help="messages per transaction (default: %(default)s)"
+    )
+    fold.add_argument(
+        "--ack-wait",
+        type=float,
+        default=30.0,
+        help="seconds before a dead worker's batch goes to another (default: %(default)s)",
+    )
+    fold.add_argument(
+        "--metrics-port", type=int, default=0, help="serve /metrics on this port (0: off)"
+    )
+    add_shuffler_commands(commands)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,7 +166,11 @@ def _serve(args: argparse.Namespace) -> int:
     from ldp_aggregator.app import create_app
     from ldp_aggregator.storage.engine import check_sqlite_folder, make_engine, ping
 
-    settings, generated = _settings(args.database_url).with_generated_tokens()
+    settings, generated = _settings(args.database_url, args.log).with_generated_tokens()
+    if settings.log_url is not None:  # a bad or dead log is one line before anything starts
+        from ldp_aggregator.ingest_log.stream import check_reachable, log_settings_of
+
+        check_reachable(log_settings_of(settings))
     for warning in settings.weak_token_warnings():
         logger.warning("%s: warning: %s", PROG, warning)
     check_sqlite_folder(settings.database_url)
@@ -167,13 +210,14 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(database_url: str | None) -> Settings:
-    """The settings from the environment (and ``--database-url``); a bad one is a
-    :class:`ConfigurationError` naming its ``LDPCOLLECT_*`` variable."""
+def _settings(database_url: str | None, log_url: str | None = None) -> Settings:
+    """The settings from the environment (and ``--database-url``, ``--log``); a bad one is
+    a :class:`ConfigurationError` naming its ``LDPCOLLECT_*`` variable."""
     from ldp_aggregator.settings import Settings
 
+    given: dict[str, Any] = {"database_url": database_url, "log_url": log_url}
     try:
-        return Settings() if database_url is None else Settings(database_url=database_url)
+        return Settings(**{key: value for key, value in given.items() if value is not None})
     except ValidationError as error:
         raise ConfigurationError(_settings_error(error)) from None
 
@@ -207,6 +251,12 @@ def run_server_command(args: argparse.Namespace) -> int:
         return _serve(args)
     if args.command == "migrate":
         return _migrate(args)
+    if args.command in SHUFFLER_COMMANDS:
+        return run_shuffler_command(args)
+    if args.command == "fold":
+        from ldp_aggregator.ingest_log.worker_cli import run_fold
+
+        return run_fold(args, _settings(args.database_url, args.log))
     raise ValueError(f"not a server command: {args.command!r}")
 
 

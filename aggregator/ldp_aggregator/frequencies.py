@@ -25,6 +25,7 @@ from sqlalchemy import Engine
 
 from ldp_aggregator.release import (
     carried_reports,
+    central_of,
     check_confidence,
     current_stats,
     released_attribute,
@@ -265,6 +266,7 @@ def frequency_result(
         epsilon=epsilon,
         record_epsilon=config.epsilon,
         confidence=confidence,
+        central=central_of(config, n),
         postprocess=known,
         values=list(listed),
         estimate=estimate.estimate.tolist(),

@@ -22,8 +22,11 @@ def classify_points(
 ) -> KnnClassification:
     """Predicted classes, debiased class scores and standard errors of the query points.
 
+    A number outside its bounds is clipped onto them, as devices clip theirs, and the
+    point's prediction names it (``clipped``).
     :class:`~ldp_shared.errors.InvalidQueryError` for a collection that is not a kNN one,
-    a point of the wrong dimension, with NaN or outside the bounds, or ``k <= 0``;
+    a point of the wrong dimension, with NaN or a category index out of range, or ``k``
+    outside 1 … 10⁹;
     :class:`~ldp_shared.errors.InsufficientReportsError` below the release minimum (of
     the reports of ``window``'s periods, if given).
     """

@@ -1,4 +1,5 @@
-"""Request body size limit: a pure ASGI middleware.
+"""Request body size limit: the reading used by :mod:`ldp_aggregator.request_guard`, and
+a pure ASGI middleware of its own.
 
 A body is refused with ``413 payload-too-large`` when its ``Content-Length`` is over the
 limit, or when the bytes actually received (chunked uploads) pass it. The body is read
@@ -8,10 +9,72 @@ route: nothing is parsed and nothing is written.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ldp_aggregator.problems import error_response
 from ldp_shared.errors import PayloadTooLargeError
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A body over the limit: what was declared or received."""
+
+    what: str
+
+
+async def read_limited_body(scope: Scope, receive: Receive, limit: int) -> bytes | Refusal | None:
+    """The whole request body, a :class:`Refusal` once it passes ``limit`` bytes (declared
+    or received), or ``None`` when the client left before sending all of it."""
+    declared = _content_length(scope)
+    if declared is not None and declared > limit:
+        return Refusal(f"{declared} bytes declared")
+    message = await receive()
+    if message["type"] != "http.request":
+        return None
+    first: bytes = message.get("body", b"")
+    if len(first) > limit:
+        return Refusal(f"{len(first)} bytes received so far")
+    if not message.get("more_body", False):
+        return first  # the common case: one message, nothing to join
+    chunks = [first]
+    total = len(first)
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunk = message.get("body", b"")
+        total += len(chunk)
+        if total > limit:
+            return Refusal(f"{total} bytes received so far")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives ``body`` as one message, then defers to ``receive``."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def refusal_response(refusal: Refusal, limit: int) -> Response:
+    """The ``413 payload-too-large`` problem document, closing the connection."""
+    return error_response(
+        PayloadTooLargeError,
+        f"the request body ({refusal.what}) is over the limit of {limit} bytes",
+        headers={"Connection": "close"},
+    )
 
 
 class BodySizeLimitMiddleware:
@@ -27,43 +90,13 @@ class BodySizeLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = _content_length(scope)
-        if declared is not None and declared > self.max_body_bytes:
-            await self._refuse(scope, receive, send, f"{declared} bytes declared")
+        body = await read_limited_body(scope, receive, self.max_body_bytes)
+        if isinstance(body, Refusal):
+            await refusal_response(body, self.max_body_bytes)(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away before sending its whole body
-            chunk = message.get("body", b"")
-            total += len(chunk)
-            if total > self.max_body_bytes:
-                await self._refuse(scope, receive, send, f"{total} bytes received so far")
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
-
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send, what: str) -> None:
-        response = error_response(
-            PayloadTooLargeError,
-            f"the request body ({what}) is over the limit of {self.max_body_bytes} bytes",
-            headers={"Connection": "close"},
-        )
-        await response(scope, receive, send)
+        if body is None:
+            return  # the client went away before sending its whole body
+        await self.app(scope, replaying(body, receive), send)
 
 
 def _content_length(scope: Scope) -> int | None:

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from sqlalchemy import Engine
 
 from ldp_aggregator.pages import PageQuery
-from ldp_aggregator.release import carried_reports, require_reports
+from ldp_aggregator.release import carried_reports, central_of, require_reports
 from ldp_aggregator.storage.collections import StoredCollection, utc_today
 from ldp_aggregator.storage.models import (
     insert_model,
@@ -78,7 +78,7 @@ def train_model(
             request,
             model_id=new_model_id(),
             created_day=day.isoformat(),
-        )
+        ).model_copy(update={"central": central_of(config, stats.n_reports)})
         insert_model(
             connection,
             model_id=model.id,

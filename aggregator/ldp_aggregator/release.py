@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.stats import Stats, read_stats
 from ldp_shared.analyses.joint import attribute_reports
+from ldp_shared.central import CentralRelease, released_central
 from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.kernel import z_value
@@ -133,7 +134,8 @@ def release_header(
     config: CollectionConfig, attribute: AttributeConfig, n: int, confidence: float
 ) -> dict[str, Any]:
     """What every release of one reported attribute states first (collection, attribute,
-    mechanism, ``n_reports``, its exact ε and the record's, the confidence level)."""
+    mechanism, ``n_reports``, its exact ε and the record's, the confidence level, and for a
+    shuffled collection the central guarantee at ``n``)."""
     return {
         "collection": config.name,
         "attribute": attribute.name,
@@ -142,4 +144,12 @@ def release_header(
         "epsilon": config.privacy.attribute(attribute.name).epsilon,
         "record_epsilon": config.epsilon,
         "confidence": confidence,
+        "central": central_of(config, n),
     }
+
+
+def central_of(config: CollectionConfig, n: int) -> CentralRelease | None:
+    """A shuffled collection's central guarantee at ``n`` reports (``None`` unshuffled)."""
+    if not config.spec.shuffled:
+        return None
+    return released_central(config.epsilon, config.delta, n)

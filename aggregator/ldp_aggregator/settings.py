@@ -38,6 +38,9 @@ DEFAULT_UPLOAD_BURST_PER_COLLECTION = 50_000
 DEFAULT_UPLOAD_BURST_PER_ADDRESS = 1_000
 DEFAULT_RESHUFFLE_SECONDS = 300.0
 _SHA256_HEX = r"^[0-9a-f]{64}$"
+_SHA256_HEX_LIST = r"^[0-9a-f]{64}(,[0-9a-f]{64})*$"
+"""A role may have several tokens at once (comma-separated), so one can be retired
+without downtime: add the new one, move the clients, drop the old one."""
 MIN_TOKEN_CHARACTERS = 16
 """Below this a plain token gets a warning at startup: 16 characters of URL-safe base64
 are 96 bits, beyond guessing over HTTP; a generated token has 43 (256 bits)."""
@@ -62,13 +65,19 @@ class Settings(BaseSettings):
         default=DEFAULT_DATABASE_URL,
         description="SQLAlchemy URL: sqlite:///path.db or postgresql+psycopg://user:pw@host/db",
     )
-    admin_token: SecretStr | None = Field(default=None, description="bearer token of the admin")
-    analyst_token: SecretStr | None = Field(default=None, description="bearer token of the analyst")
+    admin_token: SecretStr | None = Field(
+        default=None, description="bearer token(s) of the admin, comma-separated"
+    )
+    analyst_token: SecretStr | None = Field(
+        default=None, description="bearer token(s) of the analyst, comma-separated"
+    )
     admin_token_sha256: str | None = Field(
-        default=None, pattern=_SHA256_HEX, description="hex SHA-256 of the admin token"
+        default=None, pattern=_SHA256_HEX_LIST, description="hex SHA-256(s) of the admin token(s)"
     )
     analyst_token_sha256: str | None = Field(
-        default=None, pattern=_SHA256_HEX, description="hex SHA-256 of the analyst token"
+        default=None,
+        pattern=_SHA256_HEX_LIST,
+        description="hex SHA-256(s) of the analyst token(s)",
     )
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, gt=0)
     reshuffle_seconds: float = Field(
@@ -110,8 +119,57 @@ class Settings(BaseSettings):
         gt=0,
         description="reports one source address may send at once before its rate applies",
     )
+    training_overissue: bool = Field(
+        default=True,
+        description="issue training tokens beyond a round's places once a place lapsed"
+        " unanswered (the defence against place-squatting; off only to measure it)",
+    )
 
-    @field_validator("admin_token", "analyst_token", "metrics_token", mode="after")
+    log_url: str | None = Field(
+        default=None,
+        description=(
+            "log mode: nats://host:port,... of a NATS JetStream cluster; uploads are"
+            " published there and `ldpcollect fold` writes them (docs/log-mode.md)"
+        ),
+    )
+    log_replicas: int = Field(
+        default=3, ge=1, le=5, description="replicas of the log's stream when it is created"
+    )
+    log_stream: str = Field(
+        default="LDPCOLLECT_REPORTS", pattern=r"^[A-Za-z0-9_-]+$", description="stream name"
+    )
+    log_dedup_seconds: float = Field(
+        default=120.0, gt=0, description="the stream's deduplication window, in seconds"
+    )
+    log_retention: Literal["workqueue", "limits"] = Field(
+        default="workqueue",
+        description=(
+            "workqueue: a folded report is deleted from the stream when acknowledged;"
+            " limits: kept until log_max_age_seconds (a replayable log)"
+        ),
+    )
+    log_max_age_seconds: float = Field(
+        default=7 * 86_400.0, gt=0, description="the stream drops messages older than this"
+    )
+
+    # shuffled collections (docs/shuffler.md)
+    shuffler_token: SecretStr | None = Field(
+        default=None, description="bearer token of the shuffler (unset: no shuffled batches)"
+    )
+    shuffler_token_sha256: str | None = Field(
+        default=None, pattern=_SHA256_HEX, description="hex SHA-256 of the shuffler token"
+    )
+    sealing_keys_file: str = Field(
+        default="./ldpcollect-sealing-keys.json",
+        description="the keyring that opens sealed reports (created with one key if missing)",
+    )
+    shuffle_min_batch: int = Field(
+        default=100, ge=2, description="fewest reports a shuffled batch may carry"
+    )
+
+    @field_validator(
+        "admin_token", "analyst_token", "metrics_token", "shuffler_token", mode="after"
+    )
     @classmethod
     def _empty_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
         return None if value is None or value.get_secret_value() == "" else value
@@ -119,16 +177,21 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _roles_have_their_own_tokens(self) -> Settings:
         digests = self.token_digests()
-        if digests.admin is not None and digests.admin == digests.analyst:
+        if _overlap(digests.admin, digests.analyst):
             raise ValueError(
                 "the admin and the analyst have the same token: give each role its own"
                 " (with one token the analyst could create and delete collections)"
             )
-        if digests.metrics is not None and digests.metrics in (digests.admin, digests.analyst):
+        if _overlap(digests.metrics, digests.admin) or _overlap(digests.metrics, digests.analyst):
             raise ValueError(
                 "the metrics token is also a role's token: give /metrics a token of its own"
                 " (the scraper's configuration holds it in plain text)"
             )
+        if any(
+            _overlap(digests.shuffler, other)
+            for other in (digests.admin, digests.analyst, digests.metrics)
+        ):
+            raise ValueError("the shuffler token is also another token: give it its own")
         return self
 
     def weak_token_warnings(self) -> list[str]:
@@ -142,11 +205,13 @@ class Settings(BaseSettings):
             "LDPCOLLECT_METRICS_TOKEN": self.metrics_token,
         }
         return [
-            f"{variable} is only {_characters(len(token.get_secret_value()))} long: a short"
+            f"{variable} is only {_characters(len(token))} long: a short"
             f" token can be guessed; use at least {MIN_TOKEN_CHARACTERS} random characters,"
             " e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
-            for variable, token in plain.items()
-            if token is not None and len(token.get_secret_value()) < MIN_TOKEN_CHARACTERS
+            for variable, value in plain.items()
+            if value is not None
+            for token in _plain_tokens(value)
+            if len(token) < MIN_TOKEN_CHARACTERS
         ]
 
     def token_digests(self) -> TokenDigests:
@@ -155,6 +220,7 @@ class Settings(BaseSettings):
             admin=_digest_of(self.admin_token, self.admin_token_sha256),
             analyst=_digest_of(self.analyst_token, self.analyst_token_sha256),
             metrics=_digest_of(self.metrics_token, self.metrics_token_sha256),
+            shuffler=_digest_of(self.shuffler_token, self.shuffler_token_sha256),
         )
 
     def without_plain_tokens(self) -> Settings:
@@ -165,6 +231,8 @@ class Settings(BaseSettings):
                 "admin_token": None,
                 "analyst_token": None,
                 "metrics_token": None,
+                "shuffler_token": None,
+                "shuffler_token_sha256": digests.shuffler,
                 "admin_token_sha256": digests.admin,
                 "analyst_token_sha256": digests.analyst,
                 "metrics_token_sha256": digests.metrics,
@@ -192,10 +260,23 @@ def _characters(count: int) -> str:
     return f"{count} character" if count == 1 else f"{count} characters"
 
 
+def _plain_tokens(value: SecretStr) -> list[str]:
+    """The tokens of a setting (comma-separated; blanks around them ignored)."""
+    return [part.strip() for part in value.get_secret_value().split(",") if part.strip()]
+
+
 def _digest_of(token: SecretStr | None, digest: str | None) -> str | None:
+    """The comma-separated digests of a setting's tokens (a plain value wins)."""
     if token is not None:
-        return token_digest(token.get_secret_value())
+        return ",".join(token_digest(part) for part in _plain_tokens(token)) or None
     return digest
+
+
+def _overlap(first: str | None, second: str | None) -> bool:
+    """Whether two settings' digest lists share a token."""
+    if first is None or second is None:
+        return False
+    return bool(set(first.split(",")) & set(second.split(",")))
 
 
 @dataclass(frozen=True)
@@ -208,10 +289,16 @@ class TokenDigests:
     admin: str | None
     analyst: str | None
     metrics: str | None = None
+    shuffler: str | None = None
 
     def role_of(self, token: str) -> Role | None:
         """The role a presented token grants, comparing digests in constant time."""
-        presented = token_digest(token).encode("ascii")
+        return self.role_of_digest(token_digest(token))
+
+    def role_of_digest(self, digest: str) -> Role | None:
+        """The role of the token whose hex SHA-256 is ``digest`` (a retired token's:
+        ``None``)."""
+        presented = digest.encode("ascii")
         admin = _matches(presented, self.admin)
         analyst = _matches(presented, self.analyst)
         if admin:
@@ -219,6 +306,10 @@ class TokenDigests:
         if analyst:
             return "analyst"
         return None
+
+    def is_shuffler(self, token: str) -> bool:
+        """Whether ``token`` is the shuffler's (never true when none is configured)."""
+        return _matches(token_digest(token).encode("ascii"), self.shuffler)
 
     def reads_metrics(self, token: str) -> bool:
         """Whether ``token`` opens a token-protected ``/metrics`` (metrics or admin token)."""
@@ -232,4 +323,8 @@ def _matches(presented: bytes, digest: str | None) -> bool:
         # compare anyway so that an unset role costs the same time as a set one
         hmac.compare_digest(presented, presented)
         return False
-    return hmac.compare_digest(presented, digest.encode("ascii"))
+    # every configured token is compared, so the time does not tell which one matched
+    found = False
+    for one in digest.split(","):
+        found = hmac.compare_digest(presented, one.encode("ascii")) | found
+    return found

@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 from ldp_aggregator.frequencies import check_frequency_query, frequency_result, named_values
 from ldp_aggregator.means import mean_result
 from ldp_aggregator.release import (
+    central_of,
     check_confidence,
     current_stats,
     described,
@@ -195,6 +196,7 @@ def difference_result(
         stderr=stderr.tolist(),
         ci_low=(change - z * stderr).tolist(),
         ci_high=(change + z * stderr).tolist(),
+        central=central_of(config, min(now.n_reports, then.n_reports)),
     )
 
 

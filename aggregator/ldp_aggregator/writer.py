@@ -148,6 +148,16 @@ class ReportWriter:
         pending.done = True
         return _outcome(pending)
 
+    def write_together(self, group: list[Pending]) -> None:
+        """Write ``group`` in one transaction, in the calling thread (a fold worker's
+        batch, ``ldpcollect fold``); each member gets its ``stored_before`` or its
+        ``error``, as in :meth:`store`, without raising it."""
+        with self._writing:
+            self._write(group)
+            self._truncate_wal()
+        for pending in group:
+            pending.done = True
+
     @property
     def queued(self) -> int:
         """Requests waiting for the next transaction."""

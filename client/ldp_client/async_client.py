@@ -19,7 +19,15 @@ from typing import Any, Self, TypeVar
 import httpx
 import numpy as np
 
-from ldp_client import batching, configs, estimate_calls, lifecycle, naive_bayes, protocol
+from ldp_client import (
+    batching,
+    configs,
+    estimate_calls,
+    lifecycle,
+    naive_bayes,
+    protocol,
+    sealed,
+)
 from ldp_client.batching import DEFAULT_BATCH_SIZE, BatchPlan, SubmitSummary
 from ldp_client.device import Device, LedgerArgument
 from ldp_client.estimate_calls import WindowBounds
@@ -27,6 +35,7 @@ from ldp_client.itemset_methods_async import AsyncItemsetMethods
 from ldp_client.knn_methods_async import AsyncKnnMethods
 from ldp_client.ledger import Ledger
 from ldp_client.list_methods_async import AsyncListMethods
+from ldp_client.plan_methods_async import AsyncPlanMethods
 from ldp_client.policy import DevicePolicy
 from ldp_client.protocol import ApiCall, Outcome, PostProcess, Success
 from ldp_client.settings import Settings
@@ -61,6 +70,7 @@ class AsyncLDPClient(
     AsyncKnnMethods,
     AsyncTrendMethods,
     AsyncListMethods,
+    AsyncPlanMethods,
 ):
     """Talks to one aggregator over HTTP; every method that does I/O is asynchronous.
 
@@ -351,6 +361,7 @@ class AsyncLDPClient(
         Safe to call again with the same reports after a failure: their ids make every
         resent report count once. Rejections are returned, not raised.
         """
+        sealed.refuse_direct(await self.get_config(name))
         plan = BatchPlan(reports, batch_size)
         while (batch := plan.next_batch()) is not None:
             try:
@@ -365,6 +376,31 @@ class AsyncLDPClient(
             if progress is not None:
                 progress(len(batch))
         return plan.result()
+
+    async def submit_shuffled(
+        self,
+        name: str,
+        reports: Sequence[Report],
+        *,
+        shuffler_url: str,
+        batch_size: int = sealed.MAX_SEALED_PER_REQUEST,
+    ) -> int:
+        """Seal already perturbed reports of a shuffled collection to the aggregator's
+        key and send them to the shuffler at ``shuffler_url``; how many it acknowledged.
+
+        The key is fetched from the aggregator and checked against the config this
+        client verified (docs/shuffler.md). The shuffler answers for holding the blobs
+        only: the aggregator judges the reports when a batch reaches it.
+        """
+        batching.check_batch_size(batch_size)
+        config = await self.get_config(name)
+        key = await self._call(sealed.sealing_key_call(name, config.config_hash))
+        blobs = sealed.seal_reports(config, key, reports)
+        held = 0
+        for start in range(0, len(blobs), batch_size):
+            chunk = blobs[start : start + batch_size]
+            held += await self._call(sealed.sealed_upload_call(shuffler_url, name, chunk))
+        return held
 
     async def submit(
         self,
@@ -389,6 +425,8 @@ class AsyncLDPClient(
         :meth:`submit_reports` as often as needed.
         """
         batching.check_batch_size(batch_size)
+        if isinstance(records, Iterable):  # else privatize_many's error, before any request
+            sealed.refuse_direct(await self.get_config(name))  # before any ε is spent
         reports = await self.privatize_many(name, records)
         result = await self.submit_reports(name, reports, batch_size=batch_size, progress=progress)
         return batching.submit_summary(result)

@@ -1,6 +1,6 @@
 """The device's side of the longitudinal mechanisms: their secret, and what they cost.
 
-A collection with a longitudinal attribute (L-GRR, dBitFlipPM;
+A collection with a longitudinal attribute (L-GRR, L-OSUE, dBitFlipPM;
 :mod:`ldp_shared.mechanisms.longitudinal`) needs the device's ledger twice:
 
 * its **secret**: the permanent randomization of each value is derived from a secret the
@@ -9,7 +9,7 @@ A collection with a longitudinal attribute (L-GRR, dBitFlipPM;
   refuses the collection (:class:`~ldp_shared.errors.ConfigurationError`): every run
   would draw new permanent responses, and averaging them would undo the memoisation;
 * its **charges**: the ledger charges ε∞ once per distinct memoised key of each such
-  attribute (a value for L-GRR, a bucket vector for dBitFlipPM), in table
+  attribute (a value for L-GRR and L-OSUE, a bucket vector for dBitFlipPM), in table
   ``distinct_values``, and nothing for the repeats (``docs/longitudinal.md``).
 
 The keys are stored as keyed hashes (HMAC-SHA256 with the ledger's key), never as

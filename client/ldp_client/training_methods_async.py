@@ -19,8 +19,14 @@ from ldp_client import training
 from ldp_client.device import Device
 from ldp_client.protocol import ApiCall
 from ldp_client.settings import Settings
-from ldp_shared.errors import AlreadyParticipatedError, InvalidQueryError, TransportError
+from ldp_shared.errors import (
+    AlreadyParticipatedError,
+    InvalidQueryError,
+    RateLimitedError,
+    TransportError,
+)
 from ldp_shared.training_wire import (
+    Participation,
     ParticipationResult,
     TrainedModel,
     TrainingJob,
@@ -28,9 +34,15 @@ from ldp_shared.training_wire import (
 )
 from ldp_shared.validation import validated
 
-__all__ = ["AsyncTrainingMethods"]
+__all__ = ["PLACE_DEADLINE_SECONDS", "AsyncTrainingMethods"]
 
 T = TypeVar("T")
+
+PLACE_DEADLINE_SECONDS = 600.0
+"""How long :meth:`AsyncTrainingMethods.participate` waits for a place by default: a
+round boundary (every place held until their devices answer) lasts a round trip, and a
+place held by a device that never answers is freed within twice the job's
+``participation_seconds`` (60 s by default), so ten minutes covers a few of those."""
 
 
 class AsyncTrainingMethods:
@@ -99,9 +111,16 @@ class AsyncTrainingMethods:
         name: str,
         job_id: str,
         record: Mapping[str, Any],
+        *,
+        place_deadline: float = PLACE_DEADLINE_SECONDS,
     ) -> ParticipationResult:
         """Take part in training job ``job_id`` of collection ``name`` with ``record`` (its
         features and label), once.
+
+        While every place of the open round is held (``429`` at a round boundary), the
+        device waits each ``Retry-After`` and asks again, for up to ``place_deadline``
+        seconds (:data:`PLACE_DEADLINE_SECONDS`); then :class:`RateLimitedError`, with
+        nothing spent.
 
         The device reads the job's layout and checks the record against it
         (:class:`InvalidRecordError` before any place is taken), asks for a place,
@@ -122,7 +141,7 @@ class AsyncTrainingMethods:
         # encoded must not hold one of the round's places until it expires
         layout = await self._call(training.job_layout_call(name, job_id))
         training.encode_record(layout, record)
-        participation = await self._call(training.participation_call(name, job_id))
+        participation = await self._place(name, job_id, place_deadline)
         training.check_layout(layout, participation)
         mechanisms = training.rebuild_mechanisms(participation)
         training.check_policy(self._device.policy, job_id, mechanisms)
@@ -136,6 +155,23 @@ class AsyncTrainingMethods:
             return ParticipationResult(
                 job=job_id, round=participation.round, role=participation.role, round_closed=False
             )
+
+    async def _place(self, name: str, job_id: str, deadline_seconds: float) -> Participation:
+        """A place in the job's open round, asked again after each ``Retry-After`` until
+        ``deadline_seconds`` have passed."""
+        deadline = time.monotonic() + deadline_seconds
+        while True:
+            try:
+                return await self._call(training.participation_call(name, job_id))
+            except RateLimitedError as error:
+                wait = error.retry_after if error.retry_after is not None else 1.0
+                if time.monotonic() + wait > deadline:
+                    raise RateLimitedError(
+                        f"no place in training job {job_id!r} within {deadline_seconds:g} s"
+                        f" (nothing was spent; the aggregator said: {error})",
+                        retry_after=error.retry_after,
+                    ) from error
+                await asyncio.sleep(wait)
 
 
 def _spec(values: Mapping[str, Any]) -> TrainingSpec:

@@ -35,6 +35,7 @@ import weakref
 from pydantic import BaseModel, ConfigDict, Field
 
 from ldp_shared.accountant import PrivacyAccount, account, allotted_epsilons
+from ldp_shared.central import ShuffledConfig, shuffled_config
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.mechanisms.base import AttributeSpec, Randomizer
 from ldp_shared.mechanisms.categorical import index_width
@@ -207,6 +208,12 @@ class CollectionConfig(BaseModel):
         exclude_if=_is_zero,
         description="budget 'sample': bytes of the leading attribute selector (1 or 2)",
     )
+    # Absent unless the spec says "shuffled": unshuffled configs publish what they did.
+    shuffling: ShuffledConfig | None = Field(
+        default=None,
+        exclude_if=_is_none,
+        description="shuffled collections: the local and central guarantees (central.py)",
+    )
 
     @property
     def name(self) -> str:
@@ -331,6 +338,11 @@ def build_config(spec: CollectionSpec) -> CollectionConfig:
         config_hash=spec_hash(spec),
         label=None if label is None else LabelConfig(name=label.name, domain=label.values),
         selector_bytes=selector,
+        shuffling=shuffled_config(
+            privacy.report.epsilon, privacy.report.delta, spec.release.min_reports
+        )
+        if spec.shuffled
+        else None,
     )
     _remember(spec, privacy)
     return config

@@ -52,6 +52,14 @@ class InvalidQueryError(LDPError, ValueError):
     title = "Invalid query"
 
 
+class InfeasiblePlanError(InvalidQueryError):
+    """A planner query no collection can meet: a target error below what any number of
+    reports gives at this ε, or no registered mechanism plans the attribute."""
+
+    type_slug = "infeasible-plan"
+    title = "No plan meets the query"
+
+
 class NotFoundError(LDPError, LookupError):
     """A named resource does not exist."""
 
@@ -238,6 +246,7 @@ ALL_ERRORS: tuple[type[LDPError], ...] = (
     InvalidRecordError,
     InvalidReportError,
     InvalidQueryError,
+    InfeasiblePlanError,
     NotFoundError,
     CollectionNotFoundError,
     ModelNotFoundError,

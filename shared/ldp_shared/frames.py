@@ -215,6 +215,7 @@ def _knn(result: KnnClassification) -> Columns:
     for c, label in enumerate(result.classes):
         table[f"score_{label}"] = [prediction.scores[c] for prediction in result.predictions]
         table[f"stderr_{label}"] = [prediction.stderr[c] for prediction in result.predictions]
+    table["clipped"] = [", ".join(prediction.clipped) for prediction in result.predictions]
     return table
 
 

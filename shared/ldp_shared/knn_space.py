@@ -18,9 +18,12 @@ not know). By default ``μ_j`` is the midpoint of the bounds and ``σ_j`` half t
 so that ``z = t``.
 
 A device clips its numbers into the bounds before it scales them
-(:meth:`FeatureSpace.scale_records`); a query point outside them, of the wrong
-dimension, with NaN or with a category index out of range is refused with
-:class:`~ldp_shared.errors.InvalidQueryError` (:meth:`FeatureSpace.scale_queries`).
+(:meth:`FeatureSpace.scale_records`), and a query point is clipped the same way
+(:meth:`FeatureSpace.scale_queries`, which also says which coordinates it clipped, for a
+per-point flag in the answer): a query outside the bounds is classified where a device
+with those values would have reported. A point of the wrong dimension, with NaN or with a
+category index out of range is refused (:class:`~ldp_shared.errors.InvalidQueryError`
+for a query, :class:`~ldp_shared.errors.InvalidRecordError` for a record), naming it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ldp_shared.errors import ConfigurationError, InvalidQueryError, InvalidRecordError, LDPError
 from ldp_shared.kernel import FloatArray, bounds_problem
@@ -137,9 +141,14 @@ class FeatureSpace:
         if cat.any():
             c = x[:, cat]
             top = np.array([f.categories - 1 for f in self.features if f.categories])
-            if (c != np.round(c)).any() or (c < 0).any() or (c > top).any():
-                names = [f.name for f in self.features if f.categories]
-                raise error(f"categorical coordinates ({', '.join(names)}) must be value indices")
+            wrong = (c != np.round(c)) | (c < 0) | (c > top)
+            if wrong.any():
+                row, col = (int(i) for i in np.argwhere(wrong)[0])
+                name = [f.name for f in self.features if f.categories][col]
+                raise error(
+                    f"point {row}: {name} = {float(c[row, col]):g} is not a value index;"
+                    f" categorical coordinates must be value indices (0 to {int(top[col])})"
+                )
         return x
 
     def _scale(self, x: FloatArray) -> FloatArray:
@@ -155,18 +164,16 @@ class FeatureSpace:
         out: FloatArray = (x - self.centre) / self.spread
         return out
 
-    def scale_queries(self, values: Any) -> FloatArray:
-        """Query points as ``t``; :class:`InvalidQueryError` for a bad one (no clipping)."""
+    def scale_queries(self, values: Any) -> tuple[FloatArray, NDArray[np.bool_]]:
+        """Query points as ``t``, numbers clipped into their bounds as a device clips its
+        own, and the ``points × features`` mask of the coordinates that were clipped.
+
+        :class:`InvalidQueryError` for a point of the wrong dimension, with NaN or with a
+        category index out of range.
+        """
         x = self._rows(values, InvalidQueryError)
-        outside = (x < self.lo) | (x > self.hi)
-        if outside.any():
-            row, col = (int(i) for i in np.argwhere(outside)[0])
-            f = self.features[col]
-            raise InvalidQueryError(
-                f"point {row}: {f.name} = {float(x[row, col]):g} lies outside"
-                f" [{float(f.lo):g}, {float(f.hi):g}]"
-            )
-        return self._scale(x)
+        outside: NDArray[np.bool_] = (x < self.lo) | (x > self.hi)
+        return self._scale(np.clip(x, self.lo, self.hi)), outside
 
     def scale_records(self, values: Any) -> FloatArray:
         """Device records as ``t``, numbers clipped into their bounds first."""

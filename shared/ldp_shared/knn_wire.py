@@ -57,6 +57,14 @@ class KnnPrediction(BaseModel):
     predicted: str
     scores: list[float] = Field(description="debiased class counts over the neighbourhood")
     stderr: list[float] = Field(description="their standard errors (given the neighbourhood)")
+    clipped: list[str] = Field(
+        default_factory=list,
+        description=(
+            "the features of this point that lay outside their bounds and were clipped onto"
+            " them, as a device clips its own values (empty when none): the point was"
+            " classified as if it had those boundary values"
+        ),
+    )
 
 
 class KnnClassification(BaseModel, Tabular):

@@ -16,6 +16,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ldp_shared.central import CentralRelease
 from ldp_shared.request_model import RequestModel
 from ldp_shared.tabular import Tabular
 
@@ -145,6 +146,14 @@ class NaiveBayesModel(_Wire, Tabular):
     class_log_prior: list[float]
     features: list[NaiveBayesFeature]
     smoothing: NaiveBayesSmoothing
+    central: CentralRelease | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description=(
+            "shuffled collections: the central (ε, δ) against the aggregator, given an"
+            " honest shuffler, of the n_reports shuffled reports (absent when unshuffled)"
+        ),
+    )
 
 
 class NaiveBayesPredictRequest(RequestModel):

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ldp_shared.central import CentralRelease
 from ldp_shared.request_model import RequestModel
 from ldp_shared.tabular import Tabular
 from ldp_shared.wire import FrequencyResult, MeanResult, PeriodWindow
@@ -74,6 +75,14 @@ class DifferenceResult(_Frozen, Tabular):
     stderr: list[float] = Field(description="√(stderr² + baseline stderr²)")
     ci_low: list[float]
     ci_high: list[float]
+    central: CentralRelease | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description=(
+            "shuffled collections: the central (ε, δ) at the smaller window's reports (a"
+            " report lies in one window; absent when unshuffled)"
+        ),
+    )
 
 
 class PeriodMerge(RequestModel):

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
+from ldp_shared.central import CentralRelease
 from ldp_shared.errors import InvalidReportError
 from ldp_shared.naive_bayes_wire import (
     COUNT_REPAIRS,
@@ -183,6 +184,14 @@ class _AttributeRelease(_Wire):
         default=None,
         exclude_if=lambda value: value is None,
         description="the periods whose reports the estimate rests on (absent: all of them)",
+    )
+    central: CentralRelease | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description=(
+            "shuffled collections: the central (ε, δ) against the aggregator, given an"
+            " honest shuffler, of the n_reports shuffled reports (absent when unshuffled)"
+        ),
     )
 
 

@@ -1,5 +1,5 @@
 """The ``ldpcollect`` command: ``serve``, ``migrate``, ``demo``, ``simulate``, ``train``,
-``report``, ``frequencies`` and ``heavy-hitters``.
+``report``, ``frequencies``, ``heavy-hitters`` and ``plan`` (the planner, no server).
 
 Why the command lives here: ``demo`` and ``simulate`` drive real clients against real
 aggregators, so they need both ``ldp_client`` and ``ldp_aggregator``, while neither of
@@ -43,6 +43,7 @@ from ldp_aggregator.cli import (
 from ldp_shared.errors import AuthenticationError
 from ldp_shared.mechanisms.gradient import gradient_mechanism_names
 from ldp_shared.mechanisms.registry import mechanism_names, spec_class
+from ldp_simulation.plan_command import add_plan_command
 from ldp_simulation.query_command import QUERY_COMMANDS, add_query_commands
 from ldp_simulation.report_command import add_report_command
 
@@ -135,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_server_commands(commands)
     add_report_command(commands)
     add_query_commands(commands)
+    add_plan_command(commands)
 
     demo = commands.add_parser("demo", help="simulate 100,000 clients against a real aggregator")
     simulate = commands.add_parser(
@@ -363,6 +365,10 @@ def _run(args: argparse.Namespace) -> int:
         return run_query(args)
     if args.command == "train":
         return _train(args)
+    if args.command == "plan":
+        from ldp_simulation.plan_command import run_plan
+
+        return run_plan(args)
     return _demo(args)
 
 

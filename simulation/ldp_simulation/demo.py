@@ -44,6 +44,7 @@ from ldp_simulation.demo_itemsets import ItemsetDemoOptions, simulate_itemsets
 from ldp_simulation.demo_naive_bayes import format_naive_bayes, simulate_naive_bayes
 from ldp_simulation.demo_numeric import format_numeric, simulate_numeric
 from ldp_simulation.demo_open_domain import format_open_domain, simulate_open_domain
+from ldp_simulation.drift import chance_range
 from ldp_simulation.fleet import DemoOptions, running_aggregator
 from ldp_simulation.progress import Progress
 
@@ -72,15 +73,24 @@ class DemoResult:
     itemsets_text: str = ""
 
     @property
-    def coverage(self) -> float:
-        """Fraction of all (attribute, value) intervals that contain the true frequency."""
-        hits = total = 0
+    def intervals(self) -> int:
+        """How many (attribute, value) frequency intervals the tables show."""
+        return sum(len(self.truth[name]) for name in self.attributes)
+
+    @property
+    def covered(self) -> int:
+        """How many of them contain the true frequency."""
+        hits = 0
         for name, result in self.attributes.items():
             true = np.asarray(self.truth[name])
             inside = (np.asarray(result.ci_low) <= true) & (true <= np.asarray(result.ci_high))
             hits += int(inside.sum())
-            total += inside.size
-        return hits / total
+        return hits
+
+    @property
+    def coverage(self) -> float:
+        """Fraction of all (attribute, value) intervals that contain the true frequency."""
+        return self.covered / self.intervals
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -95,6 +105,9 @@ class DemoResult:
                 name: frequency_json(r, self.truth[name]) for name, r in self.attributes.items()
             },
             "coverage": self.coverage,
+            "intervals": self.intervals,
+            "covered": self.covered,
+            "expected_by_chance": list(chance_range(self.intervals, self.confidence)),
             "seconds": self.seconds,
             "data_citation": self.citation,
             **self.extras,
@@ -180,11 +193,20 @@ def format_table(result: DemoResult, title: str = "ldpcollect demo") -> str:
         lines += [result.itemsets_text, ""]
     if "open_domain" in result.extras:
         lines += format_open_domain(result.extras["open_domain"])
-    lines.append(
-        f"{result.coverage:.1%} of the {level} intervals cover the true frequency "
-        f"(expected about {level}); {result.seconds:.1f} s in all."
-    )
-    return "\n".join(lines)
+    return "\n".join(lines + coverage_lines(result, level))
+
+
+def coverage_lines(result: DemoResult, level: str) -> list[str]:
+    """How many frequency intervals cover the truth, beside what chance alone gives."""
+    n, hits = result.intervals, result.covered
+    low, high = chance_range(n, result.confidence)
+    return [
+        f"{hits} of the {n} {level} intervals of the {result.dataset} tables"
+        f" ({result.coverage:.1%}) cover the true frequency; {result.seconds:.1f} s in all.",
+        f"  At {level} each, chance alone leaves {n - high} to {n - low} of {n} uncovered in 95%"
+        f" of runs (if the intervals were independent): a few 'NO's are expected, more than"
+        f" {n - low} would point to a fault.",
+    ]
 
 
 def explain_clients(clients: int, records: int) -> list[str]:

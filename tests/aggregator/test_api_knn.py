@@ -1,10 +1,11 @@
 """The kNN classification endpoint: answers, and a problem document for every bad input.
 
 Covers: a kNN collection created over the API (its 'knn' section published in the
-config), classification of points with scores and standard errors; the problems for a
-point of the wrong dimension, with NaN, outside the bounds (plain numbers, the point
-named) or with a bad category, ``k`` outside 1 … 10⁹, a collection below its release
-minimum, a collection that is not a kNN one, no token, an unknown collection.
+config), classification of points with scores and standard errors; a point outside the
+bounds clipped onto them as a device's values are, and flagged per point; the problems for
+a point of the wrong dimension, with NaN or with a bad category (plain numbers, the point
+named), ``k`` outside 1 … 10⁹, a collection below its release minimum, a collection that
+is not a kNN one, no token, an unknown collection.
 """
 
 from __future__ import annotations
@@ -75,14 +76,28 @@ def test_classifies_with_scores_and_standard_errors(
         assert all(s > 0 for s in answer["stderr"])
 
 
+def test_a_point_outside_the_bounds_is_clipped_like_a_device_value_and_flagged(
+    client: TestClient, people: CollectionConfig
+) -> None:
+    """One out-of-range point no longer sinks the batch: it is answered as the boundary
+    point a device with that value would have reported, and its answer says so."""
+    points = [[150, 0], [400, 0], [220, 0], [-1e9, 2]]
+    response = client.post(URL, json={"points": points, "k": 50}, headers=ANALYST)
+    assert response.status_code == 200, response.text
+    answers = response.json()["predictions"]
+    assert [a["clipped"] for a in answers] == [[], ["height"], [], ["height"]]
+    clipped, boundary = answers[1], answers[2]
+    assert (clipped["scores"], clipped["predicted"]) == (boundary["scores"], boundary["predicted"])
+    assert "np." not in response.text
+
+
 @pytest.mark.parametrize(
     ("points", "k", "detail"),
     [
         ([[150]], 5, "2 coordinates"),
         ([[150, 0, 1]], 5, "2 coordinates"),
         ([[150, 0], [160]], 5, "rows of numbers"),
-        ([[150, 0], [400, 0]], 5, "point 1: height = 400 lies outside [100, 220]"),
-        ([[150, 3]], 5, "value indices"),
+        ([[150, 3]], 5, "point 0: colour = 3 is not a value index"),
         ([[150, 0]], 0, "k must be a whole number from 1 to 1,000,000,000"),
         ([[150, 0]], -3, "k must be a whole number from 1 to 1,000,000,000"),
         ([[150, 0]], 10**30, "got 1,000,000,000,000,000,000,000,000,000,000"),

@@ -76,6 +76,11 @@ def test_a_job_closes_its_rounds_and_releases_its_model(train: TestClient, engin
     assert model.epsilon == pytest.approx(2.0, rel=1e-9)
     assert model.sklearn.intercept_ == [model.weights[0]]
     assert model.sklearn.coef_ == [model.weights[1:]] and model.sklearn.classes_ == [0, 1]
+    # the same model as CSV, one row per coordinate, as TrainedModel.to_frame() gives it
+    table = train.get(f"{jobs_path()}/{job.id}/model?format=csv", headers=ANALYST)
+    assert table.status_code == 200 and table.headers["content-type"].startswith("text/csv")
+    lines = table.text.strip().splitlines()
+    assert len(lines) == 1 + 6 and "intercept" in lines[1] and "color=blue" in lines[6]
     # the reports are gone with their rounds, the tokens with the job
     assert rows(engine, training_reports) == 0 and rows(engine, training_tokens) == 0
     late = train.post(f"{jobs_path()}/{job.id}/participations")

@@ -114,7 +114,7 @@ KNN = KnnClassification.model_validate(
         "bits": 3,
         "predictions": [
             {"predicted": "a", "scores": [4.0, 1.0], "stderr": [1.0, 0.9]},
-            {"predicted": "b", "scores": [0.5, 4.5], "stderr": [0.8, 1.1]},
+            {"predicted": "b", "scores": [0.5, 4.5], "stderr": [0.8, 1.1], "clipped": ["x"]},
         ],
     }
 )
@@ -353,9 +353,10 @@ def test_itemsets_frame_rules_or_itemsets() -> None:
 
 def test_knn_frame_has_a_score_and_stderr_per_class() -> None:
     knn = KNN.to_frame()
-    columns = ["point", "predicted", "score_a", "stderr_a", "score_b", "stderr_b"]
+    columns = ["point", "predicted", "score_a", "stderr_a", "score_b", "stderr_b", "clipped"]
     assert list(knn.columns) == columns
     assert list(knn["score_b"]) == [1.0, 4.5]
+    assert list(knn["clipped"]) == ["", "x"]  # the features clipped onto their bounds
     assert TRAINED.to_frame().to_dict("list") == {"coordinate": ["intercept", "x"]} | {
         "weight": [-0.5, 1.5]
     }

@@ -63,7 +63,7 @@ def test_the_generated_module_is_marked_and_has_no_async_left():
         assert token not in generated, token
     assert (
         "class LDPClient(\n    ItemsetMethods,\n    TrainingMethods,\n    KnnMethods,\n"
-        "    TrendMethods,\n    ListMethods,\n):" in generated
+        "    TrendMethods,\n    ListMethods,\n    PlanMethods,\n):" in generated
     )
     assert "def close(self) -> None:" in generated
     methods = load_script().unasync(
@@ -91,6 +91,12 @@ def test_the_generated_module_is_marked_and_has_no_async_left():
     for token in ("async ", "await ", "asyncio", "AsyncListMethods", "AsyncIterator"):
         assert token not in lists, token
     assert "class ListMethods:" in lists and "yield from page" in lists
+    plans = load_script().unasync(
+        (PACKAGE / "plan_methods_async.py").read_text(), "plan_methods_async.py"
+    )
+    for token in ("async ", "await ", "asyncio", "AsyncPlanMethods"):
+        assert token not in plans, token
+    assert "class PlanMethods:" in plans
 
 
 def test_every_pair_is_checked():
@@ -103,5 +109,6 @@ def test_every_pair_is_checked():
         ("knn_methods_async.py", "knn_methods.py"),
         ("trend_methods_async.py", "trend_methods.py"),
         ("list_methods_async.py", "list_methods.py"),
+        ("plan_methods_async.py", "plan_methods.py"),
     ]
     assert all(s.exists() and t.exists() for s, t in pairs)

@@ -58,6 +58,9 @@ SPECS: list[dict[str, Any]] = [
         "name": "d",
         "epsilon": 4.0,
         "label": "c",
+        # as stored (a stored spec always carries its budget): a label spec that states
+        # none has taken 'sample' since the naive Bayes defaults were chosen on evidence
+        "budget": "split",
         "attributes": [
             {"name": "x", "domain": _values(4)},
             {"name": "y", "domain": _values(3), "mechanism": "sue"},

@@ -14,14 +14,25 @@ SPACE = FeatureSpace.of([numeric("age", 20, 60), categorical("colour", 3), categ
 
 
 def test_scaled_to_the_cube() -> None:
-    t = SPACE.scale_queries([[20, 0, 0], [60, 2, 0], [40, 1, 0]])
+    t, clipped = SPACE.scale_queries([[20, 0, 0], [60, 2, 0], [40, 1, 0]])
     assert t.tolist() == [[-1, -1, 0], [1, 1, 0], [0, 0, 0]]
+    assert not clipped.any()
 
 
-def test_records_are_clipped_queries_refused() -> None:
-    assert SPACE.scale_records([[80, 1, 0]])[0, 0] == 1.0
-    with pytest.raises(InvalidQueryError, match="outside"):
-        SPACE.scale_queries([[80, 1, 0]])
+def test_records_and_queries_are_clipped_alike_and_queries_flagged() -> None:
+    """A query outside the bounds is classified where a device with those values reports
+    (both clipped), and the mask says which coordinates were clipped."""
+    records = SPACE.scale_records([[80, 1, 0], [10, 2, 0], [30, 0, 0]])
+    queries, clipped = SPACE.scale_queries([[80, 1, 0], [10, 2, 0], [30, 0, 0]])
+    assert queries.tolist() == records.tolist() and records[:2, 0].tolist() == [1.0, -1.0]
+    assert clipped.tolist() == [[True, False, False], [True, False, False], [False] * 3]
+
+
+def test_a_bad_category_index_names_the_point_in_plain_numbers() -> None:
+    with pytest.raises(InvalidQueryError) as caught:
+        SPACE.scale_queries([[30, 1, 0], [30, np.float64(3.0), 0]])
+    assert str(caught.value).startswith("point 1: colour = 3 is not a value index")
+    assert "np." not in str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -44,10 +55,10 @@ def test_bad_query_points(bad: list[list[float]]) -> None:
 
 
 def test_default_standardisation_is_the_identity_and_public_one_applies() -> None:
-    t = SPACE.scale_queries([[25, 2, 0]])
+    t, _ = SPACE.scale_queries([[25, 2, 0]])
     assert np.allclose(SPACE.standardise(t), t)
     space = FeatureSpace.of([numeric("age", 20, 60, centre=30, spread=5)])
-    assert space.standardise(space.scale_queries([[40]])).tolist() == [[2.0]]
+    assert space.standardise(space.scale_queries([[40]])[0]).tolist() == [[2.0]]
 
 
 def test_bad_features() -> None:

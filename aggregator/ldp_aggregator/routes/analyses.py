@@ -1,11 +1,12 @@
 """Analyses of a collection (analyst): frequencies of categorical attributes, means of
-numeric ones, quantiles of histograms."""
+numeric ones, quantiles of histograms; each as JSON, or as CSV with ``?format=csv`` or
+``Accept: text/csv`` (:mod:`ldp_aggregator.result_downloads`)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from ldp_aggregator.auth import require_analyst
 from ldp_aggregator.deps import app_state
@@ -15,6 +16,7 @@ from ldp_aggregator.means import estimate_mean
 from ldp_aggregator.problems import problem_responses
 from ldp_aggregator.quantiles import DEFAULT_LEVELS, estimate_quantiles
 from ldp_aggregator.release import window_query
+from ldp_aggregator.result_downloads import CSV_RESPONSE, FormatParam, answer, filename
 from ldp_aggregator.routes.window_params import WindowFrom, WindowTo
 from ldp_shared.wire import (
     FrequencyResult,
@@ -40,7 +42,7 @@ ConfidenceLevel = Annotated[
     "/{name}/frequencies",
     response_model=FrequencyResult,
     dependencies=[Depends(require_analyst)],
-    responses=problem_responses(401, 404, 409),
+    responses={**problem_responses(401, 404, 409), **CSV_RESPONSE},
 )
 def frequencies(
     name: str,
@@ -69,23 +71,25 @@ def frequencies(
     ] = None,
     first: WindowFrom = None,
     last: WindowTo = None,
-) -> FrequencyResult:
+    fmt: FormatParam = None,
+) -> FrequencyResult | Response:
     """Unbiased frequencies with standard errors and confidence intervals, in O(d) (or
     O(k) per named value for a hashed mechanism), over all reports or those of the
     periods ``from`` … ``to``."""
     state = app_state(request)
     collection = state.collections.get(name)
     window = window_query(collection, first, last)
-    return estimate_frequencies(
+    result = estimate_frequencies(
         state.engine, collection, attribute, confidence, postprocess, values, window
     )
+    return answer(request, fmt, result, filename(name, attribute, "frequencies"))
 
 
 @router.get(
     "/{name}/heavy-hitters",
     response_model=HeavyHittersResult,
     dependencies=[Depends(require_analyst)],
-    responses=problem_responses(401, 404, 409),
+    responses={**problem_responses(401, 404, 409), **CSV_RESPONSE},
 )
 def heavy_hitters(
     name: str,
@@ -103,20 +107,22 @@ def heavy_hitters(
     confidence: ConfidenceLevel = 0.95,
     first: WindowFrom = None,
     last: WindowTo = None,
-) -> HeavyHittersResult:
+    fmt: FormatParam = None,
+) -> HeavyHittersResult | Response:
     """The most frequent values nobody listed, each with its estimate, standard error and
     interval, and the detection threshold below which nothing is found reliably."""
     state = app_state(request)
     collection = state.collections.get(name)
     window = window_query(collection, first, last)
-    return estimate_heavy_hitters(state.engine, collection, attribute, k, confidence, window)
+    result = estimate_heavy_hitters(state.engine, collection, attribute, k, confidence, window)
+    return answer(request, fmt, result, filename(name, attribute, "heavy-hitters"))
 
 
 @router.get(
     "/{name}/means",
     response_model=MeanResult,
     dependencies=[Depends(require_analyst)],
-    responses=problem_responses(401, 404, 409),
+    responses={**problem_responses(401, 404, 409), **CSV_RESPONSE},
 )
 def means(
     name: str,
@@ -125,19 +131,21 @@ def means(
     confidence: ConfidenceLevel = 0.95,
     first: WindowFrom = None,
     last: WindowTo = None,
-) -> MeanResult:
+    fmt: FormatParam = None,
+) -> MeanResult | Response:
     """The unbiased mean of a numeric attribute with its standard error and interval, in O(1)."""
     state = app_state(request)
     collection = state.collections.get(name)
     window = window_query(collection, first, last)
-    return estimate_mean(state.engine, collection, attribute, confidence, window)
+    result = estimate_mean(state.engine, collection, attribute, confidence, window)
+    return answer(request, fmt, result, filename(name, attribute, "mean"))
 
 
 @router.get(
     "/{name}/quantiles",
     response_model=QuantileResult,
     dependencies=[Depends(require_analyst)],
-    responses=problem_responses(401, 404, 409),
+    responses={**problem_responses(401, 404, 409), **CSV_RESPONSE},
 )
 def quantiles(
     name: str,
@@ -149,10 +157,12 @@ def quantiles(
     confidence: ConfidenceLevel = 0.95,
     first: WindowFrom = None,
     last: WindowTo = None,
-) -> QuantileResult:
+    fmt: FormatParam = None,
+) -> QuantileResult | Response:
     """Quantiles of a histogram attribute, interpolated within their bins, with intervals
     from the inverted pointwise band of the estimated CDF."""
     state = app_state(request)
     collection = state.collections.get(name)
     window = window_query(collection, first, last)
-    return estimate_quantiles(state.engine, collection, attribute, q, confidence, window)
+    result = estimate_quantiles(state.engine, collection, attribute, q, confidence, window)
+    return answer(request, fmt, result, filename(name, attribute, "quantiles"))

@@ -1,9 +1,11 @@
-"""``/healthz`` (liveness), ``/readyz`` (database reachable) and ``/metrics``."""
+"""``/healthz`` (liveness), ``/readyz`` (database, and log in log mode, reachable) and
+``/metrics``."""
 
 from __future__ import annotations
 
 from typing import Literal
 
+from anyio import to_thread
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel
 from sqlalchemy.exc import SQLAlchemyError
@@ -32,15 +34,19 @@ def healthz() -> HealthStatus:
 
 
 @router.get("/readyz", response_model=ReadyStatus, responses=problem_responses(503))
-def readyz(request: Request) -> ReadyStatus:
-    """Readiness: the database answers ``SELECT 1``."""
+async def readyz(request: Request) -> ReadyStatus:
+    """Readiness: the database answers ``SELECT 1``; in log mode, the log is connected
+    and its stream answers too (docs/log-mode.md)."""
     state = app_state(request)
     try:
-        ping(state.engine)
+        await to_thread.run_sync(ping, state.engine)
     except SQLAlchemyError as exc:
         state.metrics.count_database_error(exc)
         logger.warning("readiness check failed: %s", type(exc).__name__)
         raise TransportError("the database is unreachable") from None
+    log = getattr(request.app.state, "ldp_log", None)
+    if log is not None:
+        await log.check()  # a LogUnavailableError: 503
     return ReadyStatus()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Response, status
 from fastapi.responses import JSONResponse
@@ -14,7 +14,17 @@ from ldp_aggregator.deps import app_state
 from ldp_aggregator.itemsets import basket_attribute, check_itemset_query, check_release
 from ldp_aggregator.jobs import runner_of
 from ldp_aggregator.problems import problem_response, problem_responses
+from ldp_aggregator.result_downloads import (
+    CSV_RESPONSE,
+    FormatParam,
+    csv_response,
+    filename,
+    table_rows,
+    wants_csv,
+)
 from ldp_aggregator.routes.page_params import Page
+from ldp_shared.errors import ConflictError
+from ldp_shared.frames import itemset_columns
 from ldp_shared.itemset_wire import (
     JOB_ID_PATTERN,
     ItemsetJob,
@@ -95,18 +105,33 @@ def list_itemset_jobs(name: str, request: Request, page: Page) -> JobList:
     "/{name}/itemsets/{job_id}",
     response_model=ItemsetJob,
     dependencies=[Depends(require_analyst)],
-    responses=problem_responses(401, 404),
+    responses={**problem_responses(401, 404, 409), **CSV_RESPONSE},
 )
 def itemset_job(
     name: str,
     job_id: Annotated[str, Path(pattern=JOB_ID_PATTERN)],
     request: Request,
-) -> ItemsetJob:
+    fmt: FormatParam = None,
+    table: Annotated[
+        Literal["rules", "itemsets"],
+        Query(description="with format=csv: one row per rule (the default) or per itemset"),
+    ] = "rules",
+) -> ItemsetJob | Response:
     """A mining job: ``queued``, ``running``, ``done`` (with its result) or ``failed``
-    (with the problem it met)."""
+    (with the problem it met). As CSV (``?format=csv`` or ``Accept: text/csv``) a done
+    job's rules, or its itemsets with ``table=itemsets``; 409 before it is done."""
     state = app_state(request)
     collection = state.collections.get(name)
-    return runner_of(request.app, state.engine).get(collection, job_id)
+    job = runner_of(request.app, state.engine).get(collection, job_id)
+    if not wants_csv(request, fmt):
+        return job
+    if job.result is None:
+        raise ConflictError(
+            f"job {job_id} is {job.status}: only a done job has rows to download;"
+            " poll it until its status is done"
+        )
+    header, rows = table_rows(itemset_columns(job.result, table))
+    return csv_response(header, rows, filename(name, job.result.attribute, table))
 
 
 @router.get("/{name}/privacy", response_model=MaskPrivacy, responses=problem_responses(404))

@@ -11,6 +11,7 @@ from ldp_aggregator.auth import require_analyst
 from ldp_aggregator.deps import app_state
 from ldp_aggregator.problems import problem_responses
 from ldp_aggregator.release import window_query
+from ldp_aggregator.result_downloads import CSV_RESPONSE, FormatParam, answer, filename
 from ldp_aggregator.routes.page_params import Page
 from ldp_aggregator.routes.window_params import WindowFrom, WindowTo
 from ldp_shared.list_wire import ModelList
@@ -73,12 +74,18 @@ def list_naive_bayes(name: str, request: Request, page: Page) -> ModelList:
 
 
 @router.get(
-    BASE + "/{model_id}", response_model=NaiveBayesModel, responses=problem_responses(401, 404)
+    BASE + "/{model_id}",
+    response_model=NaiveBayesModel,
+    responses={**problem_responses(401, 404), **CSV_RESPONSE},
 )
-def get_naive_bayes(name: str, model_id: str, request: Request) -> NaiveBayesModel:
-    """A stored naive Bayes model, as it was released."""
+def get_naive_bayes(
+    name: str, model_id: str, request: Request, fmt: FormatParam = None
+) -> NaiveBayesModel | Response:
+    """A stored naive Bayes model, as it was released; as CSV (``?format=csv`` or
+    ``Accept: text/csv``) one row per class prior, then per feature, value and class."""
     state = app_state(request)
-    return naive_bayes.get_model(state.engine, state.collections.get(name), model_id)
+    model = naive_bayes.get_model(state.engine, state.collections.get(name), model_id)
+    return answer(request, fmt, model, filename(name, "naive-bayes", model_id))
 
 
 @router.post(

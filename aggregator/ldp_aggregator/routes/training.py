@@ -12,6 +12,7 @@ from ldp_aggregator.auth import require_analyst
 from ldp_aggregator.deps import AppState, app_state
 from ldp_aggregator.jobs import job_list
 from ldp_aggregator.problems import problem_responses
+from ldp_aggregator.result_downloads import CSV_RESPONSE, FormatParam, answer, filename
 from ldp_aggregator.routes.page_params import Page
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_shared.itemset_wire import check_job_id
@@ -101,13 +102,17 @@ def training_job(name: str, job_id: JobId, request: Request) -> TrainingJob:
     "/{name}/training-jobs/{job_id}/model",
     response_model=TrainedModel,
     dependencies=[Depends(require_analyst)],
-    responses=problem_responses(401, 404, 409),
+    responses={**problem_responses(401, 404, 409), **CSV_RESPONSE},
 )
-def training_model(name: str, job_id: JobId, request: Request) -> TrainedModel:
+def training_model(
+    name: str, job_id: JobId, request: Request, fmt: FormatParam = None
+) -> TrainedModel | Response:
     """The trained model of a finished job, with its scikit-learn export (analyst); 409
-    while rounds remain."""
+    while rounds remain. As CSV (``?format=csv`` or ``Accept: text/csv``) the columns
+    of ``TrainedModel.to_frame()``."""
     state = app_state(request)
-    return training.trained_model(state.engine, state.collections.get(name), job_id)
+    model = training.trained_model(state.engine, state.collections.get(name), job_id)
+    return answer(request, fmt, model, filename(name, "training", job_id))
 
 
 @router.get(
@@ -131,10 +136,13 @@ def training_layout(name: str, job_id: JobId, request: Request) -> FeatureLayout
 )
 def participate(name: str, job_id: JobId, request: Request) -> Participation:
     """A place in the open round for one device: the weights, its role and a single-use
-    token. 429 with ``Retry-After`` while every place is taken; 409 once the job is done."""
+    token. 429 with ``Retry-After`` while every place is held and none has lapsed (then
+    tokens are issued beyond the places); 409 once the job is done."""
     state = app_state(request)
     collection = _admit_device(state, name, request)
-    return training_rounds.issue_participation(state.engine, collection, job_id)
+    return training_rounds.issue_participation(
+        state.engine, collection, job_id, overissue=state.settings.training_overissue
+    )
 
 
 @router.put(

@@ -1,15 +1,16 @@
 """Estimates over time (analyst): a trend, one estimate per period, and the difference
-between two windows."""
+between two windows; JSON, or CSV with ``?format=csv`` or ``Accept: text/csv``."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from ldp_aggregator.auth import require_analyst
 from ldp_aggregator.deps import app_state
 from ldp_aggregator.problems import problem_responses
+from ldp_aggregator.result_downloads import CSV_RESPONSE, FormatParam, answer, filename
 from ldp_aggregator.routes.analyses import ConfidenceLevel
 from ldp_aggregator.routes.window_params import WindowFrom, WindowTo
 from ldp_aggregator.trends import difference_result, trend_result
@@ -31,7 +32,7 @@ Values = Annotated[
     "/{name}/trend",
     response_model=TrendResult,
     dependencies=[Depends(require_analyst)],
-    responses=problem_responses(401, 404),
+    responses={**problem_responses(401, 404), **CSV_RESPONSE},
 )
 def trend(
     name: str,
@@ -41,20 +42,22 @@ def trend(
     last: WindowTo = None,
     confidence: ConfidenceLevel = 0.95,
     values: Values = None,
-) -> TrendResult:
+    fmt: FormatParam = None,
+) -> TrendResult | Response:
     """One estimate per period of the window (frequencies, or the mean of a numeric
     attribute), each with its intervals; a period below the release minimum is listed
     with its count and withheld."""
     state = app_state(request)
     collection = state.collections.get(name)
-    return trend_result(state.engine, collection, attribute, first, last, confidence, values)
+    result = trend_result(state.engine, collection, attribute, first, last, confidence, values)
+    return answer(request, fmt, result, filename(name, attribute, "trend"))
 
 
 @router.get(
     "/{name}/difference",
     response_model=DifferenceResult,
     dependencies=[Depends(require_analyst)],
-    responses=problem_responses(401, 404, 409),
+    responses={**problem_responses(401, 404, 409), **CSV_RESPONSE},
 )
 def difference(
     name: str,
@@ -70,12 +73,13 @@ def difference(
     ] = None,
     confidence: ConfidenceLevel = 0.95,
     values: Values = None,
-) -> DifferenceResult:
+    fmt: FormatParam = None,
+) -> DifferenceResult | Response:
     """The estimate over ``from`` … ``to`` minus the estimate over the disjoint baseline
     window, value by value, with the interval of the difference."""
     state = app_state(request)
     collection = state.collections.get(name)
-    return difference_result(
+    result = difference_result(
         state.engine,
         collection,
         attribute,
@@ -84,3 +88,4 @@ def difference(
         confidence,
         values,
     )
+    return answer(request, fmt, result, filename(name, attribute, "difference"))

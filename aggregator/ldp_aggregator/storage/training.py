@@ -8,15 +8,17 @@ A training job is a row of the ``jobs`` table (kind ``training``; its spec in
   curve so far. Every report's transaction updates this row with a guarded increment, so
   replicas sharing one database serialise on it (PostgreSQL's row lock, SQLite's write
   lock) and a round never takes more reports than its places.
-* ``training_tokens``: the SHA-256 of each participation token issued, with its round,
-  role, whether it was used and, while it holds a place, ``held_until``: the end of the
-  hold rounded up to a multiple of the hold (:func:`hold_end`), never the second it was
-  issued. A token is the device's secret; nothing links it to a device or a network
-  address. The report's transaction marks its token used and clears ``held_until``
-  (:func:`use_token`): the token row that shares that transaction (PostgreSQL's
-  ``xmin``) holds no time. The transaction that closes a round rewrites every token of
-  the round (:func:`advance_round`): none holds a time afterwards, and on PostgreSQL they
-  all carry its ``xmin``, not those of the reports' transactions.
+* ``training_tokens`` (its functions: :mod:`ldp_aggregator.storage.participations`):
+  the SHA-256 of each participation token issued, with its round, role, ``used`` (0: a
+  place not answered yet, 1: answered, 2: a token issued beyond the places, not answered
+  yet) and, while it holds a place, ``held_until``: the end of the hold rounded up to a
+  multiple of the hold (``hold_end``), never the second it was issued. A token is the
+  device's secret; nothing links it to a device or a network address. The report's
+  transaction marks its token used and clears ``held_until`` (``use_token``): the token
+  row that shares that transaction (PostgreSQL's ``xmin``) holds no time. The
+  transaction that closes a round rewrites every token of the round
+  (:func:`advance_round`): none holds a time afterwards, and on PostgreSQL they all
+  carry its ``xmin``, not those of the reports' transactions.
 * ``training_reports``: the open round's perturbed reports, under random ids on a
   ``WITHOUT ROWID`` table (no arrival order on SQLite). They are deleted in the
   transaction that closes their round.
@@ -34,7 +36,6 @@ import numpy as np
 from sqlalchemy import (
     BigInteger,
     Column,
-    ColumnElement,
     Connection,
     ForeignKey,
     Integer,
@@ -43,9 +44,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    and_,
     delete,
-    func,
     insert,
     select,
     update,
@@ -203,89 +202,6 @@ def advance_round(
     )
 
 
-def hold_end(now: int, hold: int) -> int:
-    """When a place issued at second ``now`` and held ``hold`` seconds is freed, as stored:
-    ``now + hold`` rounded up to a multiple of ``hold``. The place is held at least
-    ``hold`` seconds and less than twice that; the stored value tells only in which
-    window of ``hold`` seconds it was issued, which every place issued then shares."""
-    return -(-(now + hold) // hold) * hold
-
-
-def insert_token(
-    connection: Connection, job_id: str, token_hash: bytes, round_: int, role: str, held_until: int
-) -> None:
-    """Store an issued token's hash, holding its place until ``held_until``
-    (:func:`hold_end`)."""
-    connection.execute(
-        insert(training_tokens).values(
-            job_id=job_id,
-            token_hash=token_hash,
-            round=round_,
-            role=role,
-            used=0,
-            held_until=held_until,
-        )
-    )
-
-
-def _held(job_id: str, round_: int, now: int) -> list[ColumnElement[bool]]:
-    """Unused tokens of ``round_`` whose place is still held at second ``now``."""
-    return [
-        training_tokens.c.job_id == job_id,
-        training_tokens.c.round == round_,
-        training_tokens.c.used == 0,
-        training_tokens.c.held_until >= now,
-    ]
-
-
-def pending_tokens(connection: Connection, job_id: str, round_: int, now: int) -> dict[str, int]:
-    """Unused tokens of ``round_`` still holding their place at second ``now``, per role."""
-    rows = connection.execute(
-        select(training_tokens.c.role, func.count())
-        .where(*_held(job_id, round_, now))
-        .group_by(training_tokens.c.role)
-    ).all()
-    return {str(role): int(count) for role, count in rows}
-
-
-def first_held_until(connection: Connection, job_id: str, round_: int, now: int) -> int | None:
-    """The stored end of the first place of ``round_`` to be freed after second ``now``;
-    ``None`` when no place is held."""
-    first = connection.execute(
-        select(func.min(training_tokens.c.held_until)).where(*_held(job_id, round_, now))
-    ).scalar_one()
-    return None if first is None else int(first)
-
-
-@dataclass(frozen=True)
-class TokenRow:
-    round: int
-    role: str
-    used: bool
-
-
-def use_token(connection: Connection, job_id: str, token_hash: bytes) -> TokenRow | None:
-    """Mark the token used and drop its time (the row now shares the report's transaction:
-    it must not hold when the place was issued); what it was before (``used`` true: it had
-    been used already), or ``None`` for a token this job never issued. The update is
-    guarded (``used = 0``): of two transactions using one token, one flips it."""
-    key = and_(training_tokens.c.job_id == job_id, training_tokens.c.token_hash == token_hash)
-    row = connection.execute(
-        select(training_tokens.c.round, training_tokens.c.role, training_tokens.c.used).where(key)
-    ).one_or_none()
-    if row is None:
-        return None
-    if not row.used:
-        flipped = connection.execute(
-            update(training_tokens)
-            .where(key, training_tokens.c.used == 0)
-            .values(used=1, held_until=None)
-        )
-        if flipped.rowcount != 1:  # another transaction used it first
-            return TokenRow(int(row.round), str(row.role), True)
-    return TokenRow(int(row.round), str(row.role), bool(row.used))
-
-
 def insert_report(
     connection: Connection, job_id: str, round_: int, role: str, payload: bytes
 ) -> None:
@@ -312,8 +228,3 @@ def round_reports(connection: Connection, job_id: str, round_: int) -> dict[str,
     for role, payload in rows:
         out[str(role)].append(bytes(payload))
     return out
-
-
-def drop_job_tokens(connection: Connection, job_id: str) -> None:
-    """A finished job's tokens are of no further use."""
-    connection.execute(delete(training_tokens).where(training_tokens.c.job_id == job_id))

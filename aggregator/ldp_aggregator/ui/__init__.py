@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from ldp_aggregator.ui.pages import router
+from ldp_aggregator.ui.plan_page import router as plan_router
 from ldp_aggregator.ui.render import SECURITY_HEADERS
 
 STATIC = "/ui/static"
@@ -26,6 +27,7 @@ STATIC = "/ui/static"
 def install_dashboard(app: FastAPI) -> None:
     """Serve ``/ui`` (the dashboard), its static files and ``/docs`` (Swagger UI, local)."""
     app.include_router(router)
+    app.include_router(plan_router)
     app.mount(STATIC, StaticFiles(packages=[("ldp_aggregator.ui", "static")]), name="ui-static")
 
     @app.get("/docs", include_in_schema=False)

@@ -14,9 +14,14 @@ from starlette.datastructures import FormData
 from starlette.formparsers import MultiPartParser
 
 from ldp_aggregator.deps import app_state
+from ldp_aggregator.privacy_spent import collection_kind, privacy_spent
 from ldp_aggregator.problems import http_status
 from ldp_aggregator.settings import Role
 from ldp_aggregator.storage.collections import list_collection_names
+from ldp_aggregator.storage.jobs import list_jobs
+from ldp_aggregator.training import TRAINING
+from ldp_aggregator.ui.downloads import result_download
+from ldp_aggregator.ui.guarantees import guarantees
 from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView, Redirect
 from ldp_aggregator.ui.panels import PANELS
 from ldp_aggregator.ui.render import render
@@ -89,16 +94,34 @@ def collections_page(request: Request) -> Response:
     rows = []
     for name in list_collection_names(state.engine):
         collection = state.collections.get(name)
+        with state.engine.connect() as connection:
+            training = [row for row in list_jobs(connection, collection.id) if row.kind == TRAINING]
         rows.append(
             {
                 "name": name,
+                "kind": collection_kind(collection.config, bool(training)),
                 "description": collection.config.spec.description,
                 "attributes": len(collection.config.spec.attributes),
                 "epsilon": collection.config.epsilon,
                 "status": release_status(state.engine, collection),
+                "jobs": len(training),
+                "models": sum(1 for row in training if row.status == "done"),
             }
         )
     return render(request, "collections.html", {"rows": rows, "role": role})
+
+
+@router.get("/privacy")
+def privacy_page(request: Request) -> Response:
+    """Per collection and training job: ε and δ of one report, the reports and releases
+    so far, and the most a device that took part in all of them has spent."""
+    role = signed_in_role(request)
+    if role is None:
+        return _to_sign_in(request)
+    spent = privacy_spent(app_state(request))
+    shuffled = any(c.central is not None for c in spent.collections)
+    context = {"spent": spent, "shuffled": shuffled, "role": role}
+    return render(request, "privacy.html", context)
 
 
 @router.get("/sign-in")
@@ -149,8 +172,19 @@ def _context(request: Request, role: Role, name: str, slug: str) -> tuple[PanelC
     raise NotFoundError(f"collection {name!r} has no panel {slug!r}")
 
 
+def _only_hosts_training(ctx: PanelContext) -> bool:
+    """Whether the collection holds no reports and hosts training jobs (whose devices
+    report to the jobs): its report panels would only say "not released"."""
+    if release_status(ctx.state.engine, ctx.collection).n_reports > 0:
+        return False
+    with ctx.state.engine.connect() as connection:
+        return any(row.kind == TRAINING for row in list_jobs(connection, ctx.collection.id))
+
+
 def _panel_page(ctx: PanelContext, panel: Panel, view: PanelView) -> Response:
     tabs = [p for p in PANELS if p.applies(ctx.config)]
+    if _only_hosts_training(ctx):
+        tabs = [p for p in tabs if not p.needs_reports or p is panel]
     context = {
         "role": ctx.role,
         "collection": ctx.collection.name,
@@ -159,6 +193,7 @@ def _panel_page(ctx: PanelContext, panel: Panel, view: PanelView) -> Response:
         "view": view,
         "ctx": ctx,
         "refresh": view.refresh,
+        "guarantees": guarantees(ctx, view),
     }
     return render(ctx.request, "collection.html", context, view.status_code)
 
@@ -179,6 +214,18 @@ def panel_page(name: str, slug: str, request: Request) -> Response:
     return _panel_page(ctx, panel, view)
 
 
+def _refused(ctx: PanelContext, panel: Panel, error: LDPError) -> PanelView:
+    """The panel as it was, its form and results included, with the problem that refused
+    the form above them (answered with the problem's status)."""
+    problem = problem_view(ctx, error)
+    try:
+        shown = panel.view(ctx)
+    except LDPError:
+        return problem
+    context = {**shown.context, "form_problem": problem.context}
+    return PanelView(shown.template, context, shown.refresh, problem.status_code)
+
+
 @router.post("/collections/{name}/{slug}/{action}")
 async def panel_action(name: str, slug: str, action: str, request: Request) -> Response:
     role = signed_in_role(request)
@@ -197,7 +244,7 @@ async def panel_action(name: str, slug: str, action: str, request: Request) -> R
     try:
         outcome = await run_in_threadpool(act, ctx, form)
     except LDPError as error:
-        outcome = problem_view(ctx, error)
+        outcome = await run_in_threadpool(_refused, ctx, panel, error)
     if isinstance(outcome, Redirect):
         return RedirectResponse(outcome.url, status_code=303)
     return _panel_page(ctx, panel, outcome)
@@ -210,6 +257,9 @@ def panel_download(name: str, slug: str, what: str, request: Request) -> Respons
         return _to_sign_in(request)
     try:
         ctx, panel = _context(request, role, name, slug)
+        stem, _, ext = what.rpartition(".")
+        if panel.results is not None and stem == panel.slug and ext in ("csv", "json"):
+            return result_download(ctx, panel, ext)
         download = panel.downloads.get(what)
         if download is None:
             raise NotFoundError(f"the {panel.title} panel has no download {what!r}")

@@ -45,6 +45,16 @@ def number(value: float | int | None, digits: int = 4) -> str:
     return f"{value:.{digits}g}" if abs(value) >= 1 else f"{value:.{digits}f}"
 
 
+def fixed(value: float | int | None, places: int = 3) -> str:
+    """A number with ``places`` decimals, thousands separated: one format for a column
+    (a count and its standard error side by side, probabilities)."""
+    if value is None:
+        return "–"
+    if not math.isfinite(value):
+        return str(value)
+    return f"{value:,.{places}f}"
+
+
 def _finite(value: Any) -> Any:
     """``value`` with every non-finite float as ``None`` (JSON has no NaN or infinity)."""
     if isinstance(value, float):
@@ -70,6 +80,7 @@ _environment = Environment(
     lstrip_blocks=True,
 )
 _environment.filters["number"] = number
+_environment.filters["fixed"] = fixed
 _environment.filters["chart_json"] = chart_json
 
 

@@ -1,11 +1,14 @@
 """Signing in to the dashboard and protecting its forms.
 
-The analyst (or admin) signs in by pasting their bearer token into a form; it is kept
-in the cookie :data:`SESSION_COOKIE` (``HttpOnly``, so no script reads it;
-``SameSite=Strict``, so no other site's page sends it; ``Secure`` when the request came
-over TLS; path ``/ui``, so it goes nowhere else) and checked on every request against
-the same digests as the API's bearer tokens (:meth:`TokenDigests.role_of`). The token
-never appears in a URL. Nothing is kept on the server, so every replica accepts it.
+The analyst (or admin) signs in by pasting their bearer token into a form. The server
+checks it against the API's token digests and opens a server-side session
+(:mod:`ldp_aggregator.storage.sessions`): a random id, kept hashed in the database, that
+ends after :data:`SESSION_SECONDS`, at sign-out (the row is deleted, so the old cookie
+opens nothing), or when the token that opened it is retired from the settings. The
+cookie :data:`SESSION_COOKIE` carries the id, never the bearer token (``HttpOnly``, so no
+script reads it; ``SameSite=Strict``, so no other site's page sends it; ``Secure`` when
+the request came over TLS; path ``/ui``, so it goes nowhere else); the id is no bearer
+token for the API. Replicas sharing a database share the sessions.
 
 Every form that changes state carries a CSRF token: a random nonce, set in the cookie
 :data:`CSRF_COOKIE` (same flags) and repeated in the form's hidden field; a POST whose
@@ -24,21 +27,29 @@ from urllib.parse import urlsplit
 from fastapi import Request, Response
 
 from ldp_aggregator.deps import app_state
-from ldp_aggregator.settings import Role
+from ldp_aggregator.settings import Role, token_digest
+from ldp_aggregator.storage.sessions import close_session, live_session, open_session
 from ldp_shared.errors import PermissionDeniedError
 
 SESSION_COOKIE = "ldp_session"
 CSRF_COOKIE = "ldp_csrf"
 CSRF_FIELD = "csrf"
 COOKIE_PATH = "/ui"
+SESSION_SECONDS = 8 * 3600
+"""A dashboard session ends eight hours after sign-in (a working day), or at sign-out."""
 
 
 def signed_in_role(request: Request) -> Role | None:
-    """The role of the session cookie's token, or ``None`` (no cookie, unknown token)."""
-    token = request.cookies.get(SESSION_COOKIE)
-    if not token:
+    """The role of the session cookie's live session, or ``None`` (no cookie, an id of no
+    session, a session that ended or whose token was retired)."""
+    session_id = request.cookies.get(SESSION_COOKIE)
+    if not session_id:
         return None
-    return app_state(request).tokens.role_of(token)
+    state = app_state(request)
+    session = live_session(state.engine, session_id)
+    if session is None:
+        return None
+    return state.tokens.role_of_digest(session.token_sha256)
 
 
 def csrf_token(request: Request) -> str:
@@ -76,11 +87,17 @@ def send_csrf_cookie(request: Request, response: Response) -> None:
 
 
 def start_session(request: Request, response: Response, token: str) -> None:
-    _set_cookie(request, response, SESSION_COOKIE, token)
+    """Open a session for the (checked) bearer ``token``; its id goes in the cookie."""
+    session_id = open_session(app_state(request).engine, token_digest(token), SESSION_SECONDS)
+    _set_cookie(request, response, SESSION_COOKIE, session_id)
 
 
 def end_session(request: Request, response: Response) -> None:
-    """Expire the session and CSRF cookies."""
+    """Revoke the cookie's session on the server and expire the session and CSRF
+    cookies."""
+    session_id = request.cookies.get(SESSION_COOKIE)
+    if session_id:
+        close_session(app_state(request).engine, session_id)
     secure = request.url.scheme == "https"
     for name in (SESSION_COOKIE, CSRF_COOKIE):
         response.delete_cookie(

@@ -77,6 +77,16 @@ class FeatureLayout(RequestModel):
     categorical: list[CategoricalFeature] = Field(default_factory=list)
     label: AttributeName
     positive: DomainValue = Field(description="the label value that counts as class 1")
+    # Left out of the JSON when unset, so a layout written before it keeps its form.
+    negative: DomainValue | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description=(
+            "the label value that counts as class 0: a device then refuses any label that is"
+            " neither value. Without it every other text counts as class 0 (a label that is"
+            " not text, such as 1.0 or true, is refused either way)"
+        ),
+    )
 
     @model_validator(mode="after")
     def _check_names(self) -> FeatureLayout:
@@ -85,6 +95,8 @@ class FeatureLayout(RequestModel):
             raise ValueError("a layout needs at least one feature")
         if len(set(names)) != len(names) or self.label in names:
             raise ValueError("feature and label names must be distinct")
+        if self.negative == self.positive:
+            raise ValueError("the positive and negative label values must differ")
         return self
 
     @property
@@ -120,11 +132,39 @@ class FeatureLayout(RequestModel):
         return x
 
     def labels(self, column: Sequence[Any] | NDArray[Any]) -> NDArray[np.float64]:
-        """1.0 where the label equals ``positive``, else 0.0."""
-        out: NDArray[np.float64] = (np.asarray([str(v) for v in column]) == self.positive).astype(
-            np.float64
-        )
+        """1.0 where the label is ``positive``, 0.0 where it is ``negative`` (any other text
+        when the layout names no ``negative``).
+
+        :class:`InvalidRecordError` names the first label that is not text (``1.0``,
+        ``true``, ``None``) or, with ``negative`` set, is neither value: a wrong label is
+        never counted as class 0 without a word.
+        """
+        texts = np.asarray(column, dtype=object).ravel()
+        is_text = np.fromiter((isinstance(v, str) for v in texts), dtype=bool, count=texts.size)
+        known = texts == self.positive
+        if self.negative is not None:
+            known |= texts == self.negative
+        else:
+            known |= is_text
+        bad = np.flatnonzero(~(known & is_text))
+        if bad.size:
+            raise InvalidRecordError(self._label_problem(texts, int(bad[0])))
+        out: NDArray[np.float64] = (texts == self.positive).astype(np.float64)
         return out
+
+    def _label_problem(self, texts: NDArray[Any], at: int) -> str:
+        value = texts[at]
+        shown = repr(value.item() if isinstance(value, np.generic) else value)
+        where = f" (record {at})" if texts.size > 1 else ""
+        if self.negative is None:
+            return (
+                f"label {self.label!r}{where}: {shown} is not text; the layout counts"
+                f" {self.positive!r} as class 1 and any other text as class 0"
+            )
+        return (
+            f"label {self.label!r}{where}: {shown} is not one of the layout's values:"
+            f" {self.positive!r} (class 1) or {self.negative!r} (class 0)"
+        )
 
 
 def _length(columns: Mapping[str, Any], names: list[str]) -> int:

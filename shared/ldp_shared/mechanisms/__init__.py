@@ -8,8 +8,8 @@ whose frequent values the aggregator discovers, ``hadamard`` for a declared
 domain of up to 2^22 values (listed, or the integers ``0 … d−1``), ``duchi``,
 ``piecewise``, ``hybrid``, ``laplace`` and ``gaussian`` (ε, δ) for means of bounded
 numbers, ``histogram`` for their distribution over chosen bins; for values a device
-reports repeatedly, ``l-grr`` (categorical) and ``dbitflippm`` (a bounded number's
-histogram), whose permanent randomization the device memoises
+reports repeatedly, ``l-grr`` and ``l-osue`` (categorical) and ``dbitflippm`` (a
+bounded number's histogram), whose permanent randomization the device memoises
 (:mod:`ldp_shared.mechanisms.longitudinal`).
 :mod:`ldp_shared.mechanisms.base` defines the interface a module implements and
 :mod:`ldp_shared.mechanisms.registry` maps names to spec classes; ``docs/mechanisms.md``
@@ -40,6 +40,7 @@ from ldp_shared.mechanisms.laplace import LaplaceRandomizer, LaplaceSpec
 from ldp_shared.mechanisms.lgrr import LongitudinalGRR, LongitudinalGRRSpec
 from ldp_shared.mechanisms.local_hashing import LocalHashing, LocalHashingSpec
 from ldp_shared.mechanisms.longitudinal import LongitudinalRandomizer
+from ldp_shared.mechanisms.losue import LongitudinalOSUE, LongitudinalOSUESpec
 from ldp_shared.mechanisms.mask import Mask, MaskSpec
 from ldp_shared.mechanisms.piecewise import PiecewiseRandomizer, PiecewiseSpec
 from ldp_shared.mechanisms.prefix_hashing import PrefixHashing, PrefixHashingSpec
@@ -79,6 +80,8 @@ __all__ = [
     "LocalHashingSpec",
     "LongitudinalGRR",
     "LongitudinalGRRSpec",
+    "LongitudinalOSUE",
+    "LongitudinalOSUESpec",
     "LongitudinalRandomizer",
     "Mask",
     "MaskSpec",

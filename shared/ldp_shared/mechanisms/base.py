@@ -23,6 +23,7 @@ through these two classes.
 from __future__ import annotations
 
 import math
+import typing
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -68,6 +69,22 @@ class Segment:
 
     encoding: str
     byte_length: int
+
+
+@dataclass(frozen=True)
+class PlannedVariance:
+    """What the planner (:mod:`ldp_shared.planner`) needs of a randomizer: the variance of
+    one released estimate at ``n`` reports is ``per_report / n + floor``, in the planning
+    case (a value of frequency 0 for frequencies, the worst true value for means), in the
+    attribute's units. ``at`` is that true value (a frequency, or a number in ``[lo, hi]``)."""
+
+    per_report: float
+    floor: float = 0.0
+    at: float = 0.0
+
+    def variance(self, n: int) -> float:
+        """The variance of one estimate at ``n`` reports."""
+        return self.per_report / n + self.floor
 
 
 @dataclass(frozen=True)
@@ -151,6 +168,11 @@ class Randomizer(ABC):
         """The covariance matrix of the unbiased frequencies of ``n`` answers whose true
         values are drawn i.i.d. (the multinomial plug-in), for functionals of them (CDF,
         quantiles); ``None`` when the mechanism does not know it."""
+        return None
+
+    def planned_variance(self) -> PlannedVariance | None:
+        """The closed-form variance of one estimate in the planning case (see
+        :class:`PlannedVariance`); ``None``: the mechanism has none, the planner skips it."""
         return None
 
     def unit_variance(self, estimate: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -264,6 +286,20 @@ class AttributeSpec(RequestModel):
     def bin_edges(self) -> list[float] | None:
         """The bin edges of a histogram of a number (quantiles apply); ``None`` otherwise."""
         return None
+
+    @classmethod
+    def plan_specs(
+        cls, domain_size: int | None, lo: float | None, hi: float | None
+    ) -> list[AttributeSpec]:
+        """Specs of this class for the planner's attribute: ``domain_size`` values, numbers
+        in ``[lo, hi]``, or an open domain (all ``None``); one per mechanism name the class
+        answers to. Empty (the default): the class does not plan that attribute."""
+        return []
+
+    @classmethod
+    def mechanism_literals(cls) -> tuple[str, ...]:
+        """The mechanism names of this class (its ``mechanism`` literal)."""
+        return tuple(typing.get_args(cls.__pydantic_fields__["mechanism"].annotation))
 
     @abstractmethod
     def encode(self, column: Sequence[Any] | NDArray[Any]) -> NDArray[Any]:

@@ -28,6 +28,7 @@ from ldp_shared.kernel import (
 from ldp_shared.mechanisms.base import (
     AttributeSpec,
     Blocks,
+    PlannedVariance,
     Randomizer,
     Segment,
     StatsBlock,
@@ -71,6 +72,15 @@ class CategoricalSpec(AttributeSpec):
         """Each domain value's index, built once per spec (a config rebuilds none)."""
         return {value: i for i, value in enumerate(self.domain)}
 
+    @classmethod
+    def planned_domain(cls, domain_size: int | None) -> list[AttributeSpec]:
+        """One spec per mechanism name over ``domain_size`` placeholder values (what a
+        planner-capable subclass's :meth:`AttributeSpec.plan_specs` returns)."""
+        if domain_size is None or not 2 <= domain_size <= MAX_DOMAIN_SIZE:
+            return []
+        domain = [str(i) for i in range(domain_size)]
+        return [cls(name="planned", mechanism=m, domain=domain) for m in cls.mechanism_literals()]
+
     def encode(self, column: Sequence[Any] | NDArray[Any]) -> NDArray[Any]:
         """The index in the domain of every value of ``column``."""
         error = f"attribute {self.name!r}: value {{bad}} is not in its domain"
@@ -109,6 +119,12 @@ class BitwiseRandomizer(Randomizer):
 
     def estimate_stats(self, stats: Blocks, n: int, confidence: float) -> FrequencyEstimate:
         return self.estimate(stats["counts"], n, confidence)
+
+    def planned_variance(self) -> PlannedVariance:
+        """The kernel's variance at ``f = 0``: ``q(1 − q)/(n (p − q)²)`` (Wang et al. 2017,
+        Var* of §4)."""
+        at_zero = frequency_variance(np.zeros(1), 1, self.p, self.q)
+        return PlannedVariance(per_report=float(at_zero[0]))
 
 
 class BitVectorRandomizer(BitwiseRandomizer):

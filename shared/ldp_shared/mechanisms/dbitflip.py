@@ -64,6 +64,7 @@ from ldp_shared.mechanisms.grr import realised_keep
 from ldp_shared.mechanisms.histogram import bin_indices, bin_labels
 from ldp_shared.mechanisms.longitudinal import (
     LongitudinalRandomizer,
+    prf_uniform_list,
     prf_uniforms,
     value_messages,
 )
@@ -236,13 +237,25 @@ class DBitFlipPM(LongitudinalRandomizer):
     ) -> NDArray[np.int64]:
         """The memoised response of each value's bucket vector (no fresh noise: ``rng``
         is not drawn from)."""
+        idx = check_indices(values, self.d)
+        if idx.size == 1:  # a device's one record: the same answer without numpy's overhead
+            return np.array([self._memoised_one(int(idx[0]), key)], dtype=np.int64)
         sampled = self.sampled_buckets(key)
-        positions = self._positions(check_indices(values, self.d), sampled)
+        positions = self._positions(idx, sampled)
         distinct, inverse = np.unique(positions, return_inverse=True)
         u = prf_uniforms(key, value_messages(distinct, NAME.encode()), self.b)
         truth = np.arange(self.b)[None, :] == distinct[:, None]
         bits = (truth ^ (u < self.flip))[inverse]
         return np.hstack([np.tile(sampled, (positions.size, 1)), bits]).astype(np.int64)
+
+    def _memoised_one(self, value: int, key: bytes) -> list[int]:
+        """:meth:`perturb_memoised` of one value, on Python numbers (the same draws)."""
+        u = prf_uniform_list(key, NAME.encode() + b" buckets", self.d)
+        sampled = sorted(sorted(range(self.d), key=lambda i: (u[i], i))[: self.b])
+        position = sampled.index(value) if value in sampled else self.b
+        flips = prf_uniform_list(key, NAME.encode() + b"\n" + str(position).encode(), self.b)
+        bits = [int((j == position) != (f < self.flip)) for j, f in enumerate(flips)]
+        return sampled + bits
 
     # ------------------------------------------------------------------ wire
 

@@ -37,7 +37,14 @@ from numpy.typing import NDArray
 from ldp_shared.errors import ConfigurationError, InvalidRecordError
 from ldp_shared.kernel import FloatArray, FrequencyEstimate
 from ldp_shared.mechanisms._checks import check_epsilon
-from ldp_shared.mechanisms.base import Blocks, Randomizer, Segment, StatsBlock, Unpacked
+from ldp_shared.mechanisms.base import (
+    Blocks,
+    PlannedVariance,
+    Randomizer,
+    Segment,
+    StatsBlock,
+    Unpacked,
+)
 from ldp_shared.mechanisms.numeric import NumericSpec, bounded_variance, from_unit
 from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
@@ -142,3 +149,8 @@ class DuchiRandomizer(Randomizer):
 
     def unit_variance(self, estimate: NDArray[np.float64]) -> NDArray[np.float64]:
         return bounded_variance(estimate, self.lo, self.hi)
+
+    def planned_variance(self) -> PlannedVariance:
+        """``C² − t²`` at its worst, ``t = 0`` (the midpoint), in the attribute's units."""
+        half = (self.hi - self.lo) / 2.0
+        return PlannedVariance(per_report=self.c**2 * half * half, at=(self.lo + self.hi) / 2.0)

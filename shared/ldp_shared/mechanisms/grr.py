@@ -31,7 +31,7 @@ from ldp_shared.kernel import (
     channel_epsilon,
 )
 from ldp_shared.mechanisms._checks import check_domain_size, check_epsilon, check_indices
-from ldp_shared.mechanisms.base import Blocks
+from ldp_shared.mechanisms.base import AttributeSpec, Blocks
 from ldp_shared.mechanisms.categorical import (
     BitwiseRandomizer,
     CategoricalSpec,
@@ -71,6 +71,12 @@ class GeneralizedRandomizedResponseSpec(CategoricalSpec):
     """An attribute reported by generalised randomized response."""
 
     mechanism: Literal["grr"]
+
+    @classmethod
+    def plan_specs(
+        cls, domain_size: int | None, lo: float | None, hi: float | None
+    ) -> list[AttributeSpec]:
+        return cls.planned_domain(domain_size)
 
     def randomizer(self, epsilon: float | None, classes: int = 1) -> GeneralizedRandomizedResponse:
         if epsilon is None:

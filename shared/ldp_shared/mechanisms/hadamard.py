@@ -53,6 +53,7 @@ from ldp_shared.mechanisms._checks import check_epsilon, check_indices
 from ldp_shared.mechanisms.base import (
     AttributeSpec,
     Blocks,
+    PlannedVariance,
     Randomizer,
     Segment,
     StatsBlock,
@@ -147,6 +148,14 @@ class HadamardSpec(AttributeSpec):
                     raise ValueError(f"attribute {self.name!r}: duplicate domain value {value!r}")
                 seen.add(value)
         return self
+
+    @classmethod
+    def plan_specs(
+        cls, domain_size: int | None, lo: float | None, hi: float | None
+    ) -> list[AttributeSpec]:
+        if domain_size is None or not 2 <= domain_size <= MAX_INTEGER_DOMAIN:
+            return []
+        return [cls(name="planned", mechanism="hadamard", domain_size=domain_size)]
 
     @property
     def d(self) -> int:
@@ -272,6 +281,10 @@ class HadamardResponse(Randomizer):
         fc = np.clip(np.asarray(f, dtype=np.float64), 0.0, 1.0)
         out: FloatArray = (1.0 / (self.p - self.q) ** 2 - fc) / n
         return out
+
+    def planned_variance(self) -> PlannedVariance:
+        """:meth:`variance` at ``f = 0``: ``1/(n (p − q)²)``."""
+        return PlannedVariance(per_report=float(self.variance(np.zeros(1), 1)[0]))
 
     def _estimate(
         self, stats: Blocks, n: int, index: NDArray[np.int64] | None, confidence: float

@@ -62,7 +62,14 @@ from numpy.typing import NDArray
 from ldp_shared.errors import ConfigurationError, InvalidQueryError, InvalidRecordError
 from ldp_shared.kernel import FloatArray, FrequencyEstimate
 from ldp_shared.mechanisms._checks import MAX_EPSILON, check_epsilon
-from ldp_shared.mechanisms.base import Blocks, Randomizer, Segment, StatsBlock, Unpacked
+from ldp_shared.mechanisms.base import (
+    Blocks,
+    PlannedVariance,
+    Randomizer,
+    Segment,
+    StatsBlock,
+    Unpacked,
+)
 from ldp_shared.mechanisms.categorical import index_segment, pack_index, unpack_index
 from ldp_shared.mechanisms.integer_channel import IntegerChannel, integer_channel
 from ldp_shared.mechanisms.numeric import bounded_variance, from_unit
@@ -103,6 +110,10 @@ def weighted_decoder(matrix: FloatArray, target: FloatArray) -> tuple[FloatArray
     scaled, *_ = np.linalg.lstsq((matrix / root[:, None]).T, target, rcond=None)
     v: FloatArray = scaled / root
     return v, float(np.max(np.abs(matrix.T @ v - target)))
+
+
+PLANNING_GRID = 1001
+"""Values of ``t`` the planner scans for a lattice mechanism's worst variance."""
 
 
 @dataclass(frozen=True)
@@ -283,3 +294,13 @@ class LatticeRandomizer(Randomizer):
 
     def unit_variance(self, estimate: NDArray[np.float64]) -> NDArray[np.float64]:
         return bounded_variance(estimate, self.lo, self.hi)
+
+    def planned_variance(self) -> PlannedVariance:
+        """The channel's worst ``Var(v_y | t)`` over a grid of ``t`` (rounding included),
+        in the attribute's units, and the value where it is reached."""
+        t = np.linspace(-1.0, 1.0, PLANNING_GRID)
+        per_t = self.channel.report_variance(t)
+        worst = int(np.argmax(per_t))
+        half = (self.hi - self.lo) / 2.0
+        at = float(from_unit(t[worst : worst + 1], self.lo, self.hi)[0])
+        return PlannedVariance(per_report=float(per_t[worst]) * half * half, at=at)

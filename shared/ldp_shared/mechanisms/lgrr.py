@@ -49,22 +49,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from pydantic import Field
 
-from ldp_shared.errors import ConfigurationError
-from ldp_shared.mechanisms._checks import check_domain_size, check_epsilon, check_indices
-from ldp_shared.mechanisms.categorical import CategoricalSpec
+from ldp_shared.mechanisms._checks import check_domain_size, check_indices
 from ldp_shared.mechanisms.grr import (
     GeneralizedRandomizedResponse,
     grr_probabilities,
     realised_keep,
 )
 from ldp_shared.mechanisms.longitudinal import (
+    LongitudinalCategoricalSpec,
     LongitudinalRandomizer,
+    check_epsilons,
+    prf_uniform_list,
     prf_uniforms,
     value_messages,
 )
@@ -96,28 +96,23 @@ def grr_step(
     return np.where(keep < p, idx, moved)
 
 
+def _grr_one(v: int, keep: float, other: float, p: float, d: int) -> int:
+    """:func:`grr_step` of one value (the same arithmetic on Python floats)."""
+    if keep < p:
+        return v
+    moved = math.floor(other * (d - 1))
+    return moved + (moved >= v)
+
+
 @register
-class LongitudinalGRRSpec(CategoricalSpec):
+class LongitudinalGRRSpec(LongitudinalCategoricalSpec):
     """A categorical attribute a device reports repeatedly, by L-GRR."""
 
     mechanism: Literal["l-grr"]
-    permanent_epsilon: float = Field(
-        gt=0.0,
-        allow_inf_nan=False,
-        description=(
-            "ε∞: the privacy of all of a device's reports of one value (its memoised"
-            " permanent randomization); at least the ε one report is allotted"
-        ),
-    )
+    title: ClassVar[str] = "L-GRR"
 
-    def randomizer(self, epsilon: float | None, classes: int = 1) -> LongitudinalGRR:
-        if epsilon is None:
-            raise ConfigurationError(f"attribute {self.name!r}: L-GRR needs an ε")
-        if classes != 1:
-            raise ConfigurationError(f"attribute {self.name!r}: L-GRR cannot join a label")
-        return LongitudinalGRR(
-            d=len(self.domain), epsilon=epsilon, epsilon_infinity=self.permanent_epsilon
-        )
+    def longitudinal(self, d: int, epsilon: float) -> LongitudinalGRR:
+        return LongitudinalGRR(d=d, epsilon=epsilon, epsilon_infinity=self.permanent_epsilon)
 
 
 @dataclass(frozen=True)
@@ -136,13 +131,7 @@ class LongitudinalGRR(GeneralizedRandomizedResponse, LongitudinalRandomizer):
 
     def __post_init__(self) -> None:
         d = check_domain_size(self.d)
-        epsilon = check_epsilon(self.epsilon)
-        infinity = check_epsilon(self.epsilon_infinity)
-        if epsilon > infinity:
-            raise ConfigurationError(
-                f"L-GRR: the ε of one report ({epsilon!r}) exceeds ε∞ ({infinity!r}), the ε"
-                " of all reports of a value; raise permanent_epsilon or lower ε"
-            )
+        epsilon, infinity = check_epsilons("L-GRR", self.epsilon, self.epsilon_infinity)
         p1 = realised_keep(grr_probabilities(d, infinity)[0])
         q1 = (1.0 - p1) / (d - 1)
         p2 = realised_keep(min(1.0, instantaneous_keep(d, p1, epsilon)))
@@ -191,7 +180,14 @@ class LongitudinalGRR(GeneralizedRandomizedResponse, LongitudinalRandomizer):
     def perturb_memoised(
         self, values: NDArray[Any], key: bytes, rng: np.random.Generator | None = None
     ) -> NDArray[np.int64]:
-        return self.instantaneous(self.permanent(values, key), resolve_rng(rng))
+        idx = check_indices(values, self.d)
+        if idx.size == 1:  # a device's one record: the same draws without numpy's overhead
+            v = int(idx[0])
+            u = prf_uniform_list(key, NAME.encode() + b"\n" + str(v).encode("ascii"), 2)
+            z = _grr_one(v, u[0], u[1], self.p1, self.d)
+            keep, other = resolve_rng(rng).random(2).tolist()
+            return np.array([_grr_one(z, keep, other, self.p2, self.d)], dtype=np.int64)
+        return self.instantaneous(self.permanent(idx, key), resolve_rng(rng))
 
     def instantaneous(
         self, permanent: NDArray[np.int64], gen: np.random.Generator

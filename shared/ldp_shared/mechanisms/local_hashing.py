@@ -53,6 +53,7 @@ from ldp_shared.mechanisms._checks import check_epsilon
 from ldp_shared.mechanisms.base import (
     AttributeSpec,
     Blocks,
+    PlannedVariance,
     Randomizer,
     Segment,
     StatsBlock,
@@ -147,6 +148,15 @@ class LocalHashingSpec(AttributeSpec):
     @property
     def values(self) -> list[str]:
         return list(self.domain) if isinstance(self.domain, list) else []
+
+    @classmethod
+    def plan_specs(
+        cls, domain_size: int | None, lo: float | None, hi: float | None
+    ) -> list[AttributeSpec]:
+        """Planned over an open domain or a listed one (hashing ignores its size)."""
+        if lo is not None or hi is not None:
+            return []
+        return [cls(name="planned", mechanism=m) for m in cls.mechanism_literals()]
 
     @property
     def is_open(self) -> bool:
@@ -334,6 +344,12 @@ class LocalHashing(Randomizer):
         self, stats: Blocks, n: int, encoded: NDArray[Any], confidence: float
     ) -> FrequencyEstimate:
         return self.estimate_keys(stats, n, encoded, confidence)
+
+    def planned_variance(self) -> PlannedVariance:
+        """The module docstring's variance at ``f_v = 0``, with the collision term at its
+        worst (``F₂ = 1``: every other device holds one value), which n does not shrink."""
+        sampling = float(frequency_variance(np.zeros(1), 1, self.p, self.q_star)[0])
+        return PlannedVariance(per_report=sampling, floor=1.0 / ((self.g - 1) * self.k))
 
     def estimate_stats(self, stats: Blocks, n: int, confidence: float) -> FrequencyEstimate:
         if self.domain_keys is None:

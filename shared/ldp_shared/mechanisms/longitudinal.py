@@ -1,10 +1,10 @@
 """What the longitudinal mechanisms share: a permanent randomization the device derives
 from a secret, so that reporting one value again repeats it (``docs/longitudinal.md``).
 
-A longitudinal mechanism (``l-grr``, ``dbitflippm``) perturbs a value in two steps: a
-**permanent** randomization, memoised per value on the device (RAPPOR's permanent
-randomized response, Erlingsson, Pihur and Korolova, CCS 2014), then, for L-GRR, a fresh
-**instantaneous** randomization per report. Its privacy has two numbers:
+A longitudinal mechanism (``l-grr``, ``l-osue``, ``dbitflippm``) perturbs a value in two
+steps: a **permanent** randomization, memoised per value on the device (RAPPOR's
+permanent randomized response, Erlingsson, Pihur and Korolova, CCS 2014), then, for
+L-GRR and L-OSUE, a fresh **instantaneous** randomization per report. Its privacy has two numbers:
 
 * ``exact_epsilon``: the ε of one report (what a single report reveals);
 * ``permanent_epsilon`` (ε∞): the ε of everything the device ever sends about one
@@ -35,14 +35,26 @@ import hashlib
 import hmac
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
+from pydantic import Field
 
+from ldp_shared.errors import ConfigurationError
+from ldp_shared.mechanisms._checks import check_epsilon
 from ldp_shared.mechanisms.base import Randomizer
+from ldp_shared.mechanisms.categorical import CategoricalSpec
 
-__all__ = ["LongitudinalRandomizer", "attribute_key", "prf_uniforms", "value_messages"]
+__all__ = [
+    "LongitudinalCategoricalSpec",
+    "LongitudinalRandomizer",
+    "attribute_key",
+    "check_epsilons",
+    "prf_uniform_list",
+    "prf_uniforms",
+    "value_messages",
+]
 
 _WORDS_PER_BLOCK = 4  # a SHA-256 block is four 64-bit words
 _UNIT = 2.0**-53
@@ -70,6 +82,45 @@ class LongitudinalRandomizer(Randomizer):
         (so equal memoised keys share it), the instantaneous one from ``rng``."""
 
 
+class LongitudinalCategoricalSpec(CategoricalSpec):
+    """A categorical attribute a device reports repeatedly: the ε of one report is the
+    attribute's share, ``permanent_epsilon`` (ε∞) that of all its reports of one value."""
+
+    title: ClassVar[str]
+    """The mechanism's name in messages (``"L-GRR"``)."""
+
+    permanent_epsilon: float = Field(
+        gt=0.0,
+        allow_inf_nan=False,
+        description=(
+            "ε∞: the privacy of all of a device's reports of one value (its memoised"
+            " permanent randomization); at least the ε one report is allotted"
+        ),
+    )
+
+    def randomizer(self, epsilon: float | None, classes: int = 1) -> LongitudinalRandomizer:
+        if epsilon is None:
+            raise ConfigurationError(f"attribute {self.name!r}: {self.title} needs an ε")
+        if classes != 1:
+            raise ConfigurationError(f"attribute {self.name!r}: {self.title} cannot join a label")
+        return self.longitudinal(len(self.domain), epsilon)
+
+    @abstractmethod
+    def longitudinal(self, d: int, epsilon: float) -> LongitudinalRandomizer:
+        """The randomizer over ``d`` values at ``epsilon`` per report and ε∞."""
+
+
+def check_epsilons(title: str, epsilon: float, infinity: float) -> tuple[float, float]:
+    """ε of one report and ε∞, each checked, and ε ≤ ε∞ (a value's reports include one)."""
+    epsilon, infinity = check_epsilon(epsilon), check_epsilon(infinity)
+    if epsilon > infinity:
+        raise ConfigurationError(
+            f"{title}: the ε of one report ({epsilon!r}) exceeds ε∞ ({infinity!r}), the ε"
+            " of all reports of a value; raise permanent_epsilon or lower ε"
+        )
+    return epsilon, infinity
+
+
 def attribute_key(secret: bytes, attribute: str) -> bytes:
     """The PRF key of one attribute, from the device's secret for the collection."""
     message = b"ldpcollect permanent randomization\n" + attribute.encode("utf-8")
@@ -95,6 +146,19 @@ def prf_uniforms(key: bytes, messages: Sequence[bytes], count: int) -> NDArray[n
     words = np.frombuffer(stream, dtype=">u8").reshape(len(messages), -1)[:, :count]
     out: NDArray[np.float64] = (words >> np.uint64(11)).astype(np.float64) * _UNIT
     return out
+
+
+def prf_uniform_list(key: bytes, message: bytes, count: int) -> list[float]:
+    """:func:`prf_uniforms` of one message, as Python floats (a device's one-record path,
+    free of numpy's per-call overhead; the same numbers)."""
+    out: list[float] = []
+    block = 0
+    while len(out) < count:
+        digest = hmac.new(key, message + block.to_bytes(4, "big"), hashlib.sha256).digest()
+        for at in range(0, 32, 8):
+            out.append((int.from_bytes(digest[at : at + 8], "big") >> 11) * _UNIT)
+        block += 1
+    return out[:count]
 
 
 def value_messages(values: NDArray[np.int64], label: bytes) -> list[bytes]:

@@ -39,6 +39,22 @@ class NumericSpec(AttributeSpec):
             raise ValueError(f"attribute {self.name!r}: {problem}")
         return self
 
+    @classmethod
+    def plan_specs(
+        cls, domain_size: int | None, lo: float | None, hi: float | None
+    ) -> list[AttributeSpec]:
+        """Planned for numbers in ``[lo, hi]``; a class needing more parameters than the
+        bounds (Gaussian's δ) is not planned."""
+        if lo is None or hi is None:
+            return []
+        specs: list[AttributeSpec] = []
+        for name in cls.mechanism_literals():
+            try:
+                specs.append(cls(name="planned", mechanism=name, lo=lo, hi=hi))
+            except ValueError:
+                continue
+        return specs
+
     def encode(self, column: Sequence[Any] | NDArray[Any]) -> NDArray[np.float64]:
         """The values clipped to ``[lo, hi]`` and scaled to ``t`` in ``[−1, 1]``."""
         values = finite_numbers(self.name, column)

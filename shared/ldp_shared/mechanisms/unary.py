@@ -39,7 +39,7 @@ from ldp_shared.kernel import (
     unary_epsilon,
 )
 from ldp_shared.mechanisms._checks import check_domain_size, check_epsilon, check_indices
-from ldp_shared.mechanisms.base import Blocks
+from ldp_shared.mechanisms.base import AttributeSpec, Blocks
 from ldp_shared.mechanisms.categorical import BitVectorRandomizer, CategoricalSpec
 from ldp_shared.mechanisms.likelihood import UnaryBitChannel
 from ldp_shared.mechanisms.packed_bits import bernoulli_rows, set_bits
@@ -71,6 +71,12 @@ class UnaryEncodingSpec(CategoricalSpec):
     joins_label: ClassVar[bool] = True
 
     mechanism: UnaryVariant = "oue"
+
+    @classmethod
+    def plan_specs(
+        cls, domain_size: int | None, lo: float | None, hi: float | None
+    ) -> list[AttributeSpec]:
+        return cls.planned_domain(domain_size)
 
     def randomizer(self, epsilon: float | None, classes: int = 1) -> UnaryEncoding:
         if epsilon is None:

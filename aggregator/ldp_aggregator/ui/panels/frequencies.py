@@ -42,7 +42,12 @@ WHAT_IT_DOES = {
 
 def attribute_names(config: CollectionConfig) -> list[str]:
     """The attributes released as frequencies, then the label."""
-    names = [a.name for a in config.attributes if config.spec_of(a).released_as == "frequencies"]
+    hidden = set(config.spec.knn.attribute_names()) if config.spec.knn is not None else set()
+    names = [
+        a.name
+        for a in config.attributes
+        if config.spec_of(a).released_as == "frequencies" and a.name not in hidden
+    ]
     return names + ([config.label.name] if config.label is not None else [])
 
 
@@ -157,9 +162,24 @@ def view(ctx: PanelContext) -> PanelView:
     return PanelView("panels/frequencies.html", context)
 
 
+def results(ctx: PanelContext) -> list[FrequencyResult]:
+    """The frequencies the page shows (none while an open domain's values are unnamed)."""
+    attribute = ctx.param("attribute", attribute_names(ctx.config)[0])
+    values = ctx.param("values") if is_open(ctx.config, attribute) else ""
+    if is_open(ctx.config, attribute) and not values:
+        return []
+    method = ctx.param("postprocess", "none")
+    return [
+        estimate_frequencies(
+            ctx.state.engine, ctx.collection, attribute, CONFIDENCE, method, values or None
+        )
+    ]
+
+
 PANEL = Panel(
     slug="frequencies",
     title="Frequencies",
     view=view,
     applies=lambda config: bool(attribute_names(config)),
+    results=results,
 )

@@ -104,9 +104,17 @@ def view(ctx: PanelContext) -> PanelView:
     return PanelView("panels/heavy_hitters.html", context)
 
 
+def results(ctx: PanelContext) -> list[HeavyHittersResult]:
+    """The heavy hitters the page shows."""
+    attribute = ctx.param("attribute", attribute_names(ctx.config)[0])
+    k = parse_k(ctx.param("k", DEFAULT_K))
+    return [estimate_heavy_hitters(ctx.state.engine, ctx.collection, attribute, k, CONFIDENCE)]
+
+
 PANEL = Panel(
     slug="heavy-hitters",
     title="Heavy hitters",
     view=view,
     applies=lambda config: bool(attribute_names(config)),
+    results=results,
 )

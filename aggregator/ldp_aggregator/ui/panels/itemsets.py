@@ -4,6 +4,8 @@ sortable tables with their errors, or download them as CSV."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi.responses import Response
@@ -11,13 +13,17 @@ from starlette.datastructures import FormData
 
 from ldp_aggregator.itemsets import check_itemset_query, check_release
 from ldp_aggregator.jobs import ITEMSETS, job_view, runner_of
+from ldp_aggregator.result_downloads import csv_response, filename, table_rows
 from ldp_aggregator.storage.jobs import list_jobs
-from ldp_aggregator.ui.downloads import csv_response
 from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView, Redirect
+from ldp_shared import frames
 from ldp_shared.analyses.itemsets.rules import UNINFORMATIVE_WIDTH
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidQueryError, NotFoundError
 from ldp_shared.itemset_wire import ItemsetJob, ItemsetQuery, ItemsetResult
+
+PAGE_SIZE = 50
+"""Rules (and itemsets) per page: a page stays a screen or two, never 13,000 px."""
 
 DEFAULTS = {"min_support": "0.1", "max_size": "3", "min_confidence": "0.5"}
 
@@ -47,6 +53,34 @@ def rule_flags(result: ItemsetResult | None) -> list[bool]:
     return [rule.informative for rule in result.rules]
 
 
+def page_of(ctx: PanelContext, items: Sequence[Any], key: str, job_id: str) -> dict[str, Any]:
+    """One page of ``items`` (:data:`PAGE_SIZE` rows), by the page's parameter ``key``
+    (1-based; out of range: the nearest page), with its place and the links either side."""
+    pages = max(1, math.ceil(len(items) / PAGE_SIZE))
+    asked = ctx.param(key, "1")
+    number = min(max(int(asked), 1), pages) if asked.isdigit() else 1
+    start = (number - 1) * PAGE_SIZE
+    kept = {k: v for k, v in ctx.request.query_params.items() if k != key}
+    kept["job"] = job_id
+
+    def link(to: int) -> str | None:
+        if not 1 <= to <= pages or to == number:
+            return None
+        return ctx.url("itemsets", **{**kept, key: str(to)})
+
+    return {
+        "start": start,
+        "rows": list(items[start : start + PAGE_SIZE]),
+        "number": number,
+        "pages": pages,
+        "first": start + 1,
+        "last": min(start + PAGE_SIZE, len(items)),
+        "total": len(items),
+        "previous": link(number - 1),
+        "next": link(number + 1),
+    }
+
+
 def view(ctx: PanelContext) -> PanelView:
     job = _job(ctx, ctx.param("job"))
     result = job.result if job is not None else None
@@ -60,6 +94,10 @@ def view(ctx: PanelContext) -> PanelView:
         "uninformative": flags.count(False),
         "uninformative_width": UNINFORMATIVE_WIDTH,
     }
+    if job is not None and result is not None:
+        rules = page_of(ctx, list(zip(result.rules, flags, strict=True)), "rules_page", job.id)
+        context["rules_page"] = rules
+        context["itemsets_page"] = page_of(ctx, result.itemsets, "itemsets_page", job.id)
     running = job is not None and job.status in ("queued", "running")
     return PanelView("panels/itemsets.html", context, refresh=running)
 
@@ -97,36 +135,24 @@ def _result(ctx: PanelContext) -> ItemsetResult:
     return job.result
 
 
-RULE_COLUMNS = [
-    "support",
-    "confidence",
-    "confidence_stderr",
-    "confidence_ci_low",
-    "confidence_ci_high",
-    "lift",
-    "lift_stderr",
-    "lift_ci_low",
-    "lift_ci_high",
-]
-
-
 def rules_csv(ctx: PanelContext) -> Response:
+    """The rules, the columns of ``to_frame()`` (:data:`ldp_shared.frames.RULES`)."""
     result = _result(ctx)
-    rows = [
-        ["; ".join(r.antecedent), "; ".join(r.consequent)]
-        + [getattr(r, column) for column in RULE_COLUMNS]
-        + [flag]
-        for r, flag in zip(result.rules, rule_flags(result), strict=True)
-    ]
-    header = ["antecedent", "consequent", *RULE_COLUMNS, "informative"]
-    return csv_response(header, rows, f"{result.collection}-{result.attribute}-rules.csv")
+    header, rows = table_rows(frames.itemset_columns(result, "rules"))
+    return csv_response(header, rows, filename(result.collection, result.attribute, "rules"))
 
 
 def itemsets_csv(ctx: PanelContext) -> Response:
+    """The itemsets, the columns of ``to_frame(what="itemsets")``."""
     result = _result(ctx)
-    header = ["items", "support", "stderr", "ci_low", "ci_high"]
-    rows = [["; ".join(s.items), s.support, s.stderr, s.ci_low, s.ci_high] for s in result.itemsets]
-    return csv_response(header, rows, f"{result.collection}-{result.attribute}-itemsets.csv")
+    header, rows = table_rows(frames.itemset_columns(result, "itemsets"))
+    return csv_response(header, rows, filename(result.collection, result.attribute, "itemsets"))
+
+
+def results(ctx: PanelContext) -> list[ItemsetResult]:
+    """The mining result the page shows: its rules (the itemsets: ``itemsets.csv``)."""
+    job = _job(ctx, ctx.param("job"))
+    return [job.result] if job is not None and job.result is not None else []
 
 
 PANEL = Panel(
@@ -136,4 +162,5 @@ PANEL = Panel(
     applies=lambda config: bool(basket_names(config)),
     actions={"mine": mine},
     downloads={"rules.csv": rules_csv, "itemsets.csv": itemsets_csv},
+    results=results,
 )

@@ -70,4 +70,4 @@ def view(ctx: PanelContext) -> PanelView:
     return PanelView("panels/jobs.html", {"jobs": lines}, refresh=running)
 
 
-PANEL = Panel(slug="jobs", title="Jobs", view=view)
+PANEL = Panel(slug="jobs", title="Jobs", view=view, needs_reports=False)

@@ -1,9 +1,18 @@
-"""Means of the numeric attributes: one table row per attribute released as a mean, with
-its mechanism, ε, reports, standard error, interval and bounds (``estimate_mean``, the
-function behind ``GET .../means``)."""
+"""Means of the numeric attributes: a chart of each mean with its interval, placed within
+its attribute's bounds, and one table row per attribute released as a mean, with its
+mechanism, ε, reports, standard error, interval, bounds and (where the mechanism gives a
+second moment) the standard deviation of the values (``estimate_mean``, the function
+behind ``GET .../means``).
+
+The chart puts attributes of different units on one axis by showing each mean as its
+place in its range, ``(mean − lo) / (hi − lo)`` (0 at the lower bound, 1 at the upper);
+the table has the means in their own units. An unbiased estimate may fall outside the
+bounds by noise: the table flags it rather than clipping it silently.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ldp_aggregator.means import estimate_mean
@@ -31,7 +40,38 @@ def attribute_names(config: CollectionConfig) -> list[str]:
     return [a.name for a in config.attributes if config.spec_of(a).released_as == "mean"]
 
 
-def view(ctx: PanelContext) -> PanelView:
+def standard_deviation(result: MeanResult) -> float | None:
+    """The SD of the values, √variance, where the mechanism estimates the variance; 0
+    when noise made the variance estimate negative (the table says so)."""
+    if result.variance is None:
+        return None
+    return math.sqrt(max(result.variance, 0.0))
+
+
+def out_of_bounds(result: MeanResult) -> bool:
+    """Whether the estimate lies outside ``[lo, hi]`` (possible by noise: it is unbiased)."""
+    return not result.lo <= result.mean <= result.hi
+
+
+def place(result: MeanResult, value: float) -> float:
+    """``value`` as its place in the attribute's range: 0 at ``lo``, 1 at ``hi``."""
+    return (value - result.lo) / (result.hi - result.lo)
+
+
+def _chart(results: list[MeanResult]) -> dict[str, Any]:
+    return {
+        "title": "Each mean's place in its range (0 = lower bound, 1 = upper bound)",
+        "labels": [r.attribute for r in results],
+        "values": [place(r, r.mean) for r in results],
+        "low": [place(r, r.ci_low) for r in results],
+        "high": [place(r, r.ci_high) for r in results],
+        "y_title": "(mean − lo) / (hi − lo)",
+        "y_min": 0,
+        "y_max": 1,
+    }
+
+
+def _estimates(ctx: PanelContext) -> tuple[list[MeanResult], list[tuple[str, PanelView]]]:
     results: list[MeanResult] = []
     problems: list[tuple[str, PanelView]] = []
     for name in attribute_names(ctx.config):
@@ -39,8 +79,21 @@ def view(ctx: PanelContext) -> PanelView:
             results.append(estimate_mean(ctx.state.engine, ctx.collection, name, CONFIDENCE))
         except LDPError as error:
             problems.append((name, problem_view(ctx, error)))
+    return results, problems
+
+
+def results(ctx: PanelContext) -> list[MeanResult]:
+    """The means the page shows (those released)."""
+    return _estimates(ctx)[0]
+
+
+def view(ctx: PanelContext) -> PanelView:
+    results, problems = _estimates(ctx)
     context: dict[str, Any] = {
         "results": results,
+        "rows": [(r, standard_deviation(r), out_of_bounds(r)) for r in results],
+        "chart": _chart(results),
+        "negative_variance": any(r.variance is not None and r.variance < 0 for r in results),
         "with_variance": any(r.variance is not None for r in results),
         "with_carried": any(r.attribute_reports is not None for r in results),
         "with_delta": any(r.delta > 0 for r in results),
@@ -60,4 +113,5 @@ PANEL = Panel(
     title="Means",
     view=view,
     applies=lambda config: bool(attribute_names(config)),
+    results=results,
 )

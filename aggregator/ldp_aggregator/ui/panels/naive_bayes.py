@@ -21,7 +21,12 @@ from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView, Redirect
 from ldp_aggregator.ui.states import problem_view
 from ldp_shared.errors import InvalidQueryError, LDPError
 from ldp_shared.validation import one_line
-from ldp_shared.wire import COUNT_REPAIRS, MAX_PREDICT_RECORDS, NaiveBayesTrainRequest
+from ldp_shared.wire import (
+    COUNT_REPAIRS,
+    MAX_PREDICT_RECORDS,
+    NaiveBayesModel,
+    NaiveBayesTrainRequest,
+)
 
 FIX_THE_FILE = "Correct the file and upload it again; nothing of this one was kept."
 COUNT_INTERVALS = {
@@ -31,6 +36,18 @@ COUNT_INTERVALS = {
 }
 
 
+def priors_chart(model: NaiveBayesModel) -> dict[str, Any]:
+    """The bar chart of a model's class priors (in [0, 1]; no interval of their own)."""
+    return {
+        "title": f"Class priors of {model.label}",
+        "labels": model.classes,
+        "values": model.class_prior,
+        "y_title": f"P({model.label} = c)",
+        "y_min": 0,
+        "y_max": 1,
+    }
+
+
 def _view(
     ctx: PanelContext, model_id: str, extra: dict[str, Any], status_code: int = 200
 ) -> PanelView:
@@ -38,6 +55,7 @@ def _view(
     models = sorted(found, key=lambda m: (m.created_day, m.n_reports), reverse=True)
     chosen = next((m for m in models if m.id == model_id), models[0] if models else None)
     context = {
+        "chart": None if chosen is None else priors_chart(chosen),
         "models": models,
         "unreadable": unreadable,
         "model": chosen,
@@ -134,10 +152,20 @@ def evaluate(ctx: PanelContext, form: FormData) -> PanelView | Redirect:
     return _view(ctx, model_id, {"evaluation": evaluation})
 
 
+def results(ctx: PanelContext) -> list[NaiveBayesModel]:
+    """The model the page shows (the one chosen, else the newest)."""
+    found, _unreadable = naive_bayes.readable_models(ctx.state.engine, ctx.collection)
+    models = sorted(found, key=lambda m: (m.created_day, m.n_reports), reverse=True)
+    chosen = next((m for m in models if m.id == ctx.param("model")), None)
+    return [chosen] if chosen is not None else models[:1]
+
+
 PANEL = Panel(
     slug="naive-bayes",
     title="Naive Bayes",
     view=view,
-    applies=lambda config: config.label is not None,
+    applies=lambda config: config.label is not None and config.spec.knn is None,
     actions={"train": train, "evaluate": evaluate},
+    results=results,
+    results_key="id",
 )

@@ -14,6 +14,7 @@ from ldp_aggregator.ui.panels.frequencies import INTERVALS
 from ldp_aggregator.ui.states import problem_view
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import LDPError
+from ldp_shared.wire import QuantileResult
 
 CONFIDENCE = 0.95
 
@@ -77,9 +78,17 @@ def view(ctx: PanelContext) -> PanelView:
     return PanelView("panels/quantiles.html", context)
 
 
+def results(ctx: PanelContext) -> list[QuantileResult]:
+    """The quantiles the page shows."""
+    attribute = ctx.param("attribute", attribute_names(ctx.config)[0])
+    levels = ctx.param("q", DEFAULT_LEVELS)
+    return [estimate_quantiles(ctx.state.engine, ctx.collection, attribute, levels, CONFIDENCE)]
+
+
 PANEL = Panel(
     slug="quantiles",
     title="Quantiles",
     view=view,
     applies=lambda config: bool(attribute_names(config)),
+    results=results,
 )

@@ -2,9 +2,15 @@
 and δ each device spent, and the loss curve estimated from the loss reports
 (``read_training_job`` and ``trained_model``, the functions behind the API's routes).
 
-The curve is shown in at most :data:`CURVE_BARS` groups of consecutive rounds: each
-round's loss comes from a few loss reports, so a group's mean loss and its interval
-(the rounds' standard errors combined as independent) say more than hundreds of bars.
+Each round's loss comes from a few loss reports, so single rounds are mostly noise (some
+below 0). The curve is smoothed: at most :data:`CURVE_POINTS` groups of consecutive
+rounds, each the mean of its rounds' unbiased losses, with a 95% normal interval (the
+rounds' standard errors combined as independent), drawn as a line over its interval
+band. The capped logistic loss lies in ``[0, cap]``: the chart shows each mean and
+interval intersected with that range (a projection onto the range, which is never
+farther from the truth), and the table gives the unclipped mean with a flag where noise
+took it outside. No held-out or plan-predicted loss is known to the aggregator (it
+never sees a record), so none is drawn.
 """
 
 from __future__ import annotations
@@ -17,14 +23,16 @@ from ldp_aggregator.training import TRAINING, read_training_job, trained_model
 from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView
 from ldp_aggregator.ui.states import problem_view
 from ldp_shared.errors import LDPError
-from ldp_shared.training_wire import RoundLog
+from ldp_shared.learning.device import LOSS_CAP
+from ldp_shared.training_wire import RoundLog, TrainedModel, TrainingJob
 
-CURVE_BARS = 20
+CURVE_POINTS = 20
 Z95 = 1.959963984540054
 
 
-def curve_groups(curve: list[RoundLog], bars: int = CURVE_BARS) -> list[dict[str, Any]]:
-    """Consecutive rounds in at most ``bars`` groups: mean loss and its 95% interval."""
+def curve_groups(curve: list[RoundLog], bars: int = CURVE_POINTS) -> list[dict[str, Any]]:
+    """Consecutive rounds in at most ``bars`` groups: mean loss and its 95% interval, and
+    whether the mean lies outside ``[0, LOSS_CAP]`` (by noise)."""
     logs = [log for log in curve if log.loss is not None and log.loss_stderr is not None]
     if not logs:
         return []
@@ -43,17 +51,48 @@ def curve_groups(curve: list[RoundLog], bars: int = CURVE_BARS) -> list[dict[str
                 "low": mean - Z95 * stderr,
                 "high": mean + Z95 * stderr,
                 "reports": sum(log.loss_reports for log in part),
+                "outside": not 0.0 <= mean <= LOSS_CAP,
             }
         )
     return groups
 
 
-def view(ctx: PanelContext) -> PanelView:
+def _in_range(value: float) -> float:
+    return min(max(value, 0.0), LOSS_CAP)
+
+
+def _chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "kind": "trend",
+        "title": "Loss by rounds (smoothed, with its 95% interval band)",
+        "labels": [group["rounds"] for group in groups],
+        "values": [_in_range(group["loss"]) for group in groups],
+        "low": [_in_range(group["low"]) for group in groups],
+        "high": [_in_range(group["high"]) for group in groups],
+        "y_title": "mean capped logistic loss",
+        "x_title": "rounds",
+        "y_min": 0,
+    }
+
+
+def _jobs(ctx: PanelContext) -> list[TrainingJob]:
     with ctx.state.engine.connect() as connection:
         rows = [row for row in list_jobs(connection, ctx.collection.id) if row.kind == TRAINING]
-    jobs = [read_training_job(ctx.state.engine, ctx.collection, row.id) for row in rows]
+    return [read_training_job(ctx.state.engine, ctx.collection, row.id) for row in rows]
+
+
+def results(ctx: PanelContext) -> list[TrainedModel]:
+    """The model of the job the page shows (the chosen one, else the newest done)."""
+    jobs = _jobs(ctx)
     chosen = ctx.param("job", next((job.id for job in jobs if job.status == "done"), ""))
-    context: dict[str, Any] = {"jobs": jobs, "chosen": chosen}
+    job = next((job for job in jobs if job.id == chosen and job.status == "done"), None)
+    return [] if job is None else [trained_model(ctx.state.engine, ctx.collection, job.id)]
+
+
+def view(ctx: PanelContext) -> PanelView:
+    jobs = _jobs(ctx)
+    chosen = ctx.param("job", next((job.id for job in jobs if job.status == "done"), ""))
+    context: dict[str, Any] = {"jobs": jobs, "chosen": chosen, "loss_cap": LOSS_CAP}
     job = next((job for job in jobs if job.id == chosen), None)
     if job is None:
         return PanelView("panels/training.html", context)
@@ -69,16 +108,16 @@ def view(ctx: PanelContext) -> PanelView:
         model=model,
         weights=list(zip(model.coordinates, model.weights, strict=True)),
         groups=groups,
-        chart={
-            "title": "Loss by rounds",
-            "labels": [group["rounds"] for group in groups],
-            "values": [group["loss"] for group in groups],
-            "low": [group["low"] for group in groups],
-            "high": [group["high"] for group in groups],
-            "y_title": "mean capped logistic loss",
-        },
+        chart=_chart(groups),
     )
     return PanelView("panels/training.html", context)
 
 
-PANEL = Panel(slug="training", title="Models", view=view)
+PANEL = Panel(
+    slug="training",
+    title="Models",
+    view=view,
+    results=results,
+    results_key="job",
+    needs_reports=False,
+)

@@ -7,24 +7,20 @@ A numeric attribute is followed by its mean; a categorical one one value at a ti
 default the most frequent over the window (its estimates averaged over the released
 periods, weighted by their reports). A period below the release minimum is withheld: the
 chart leaves a gap there and the table says "withheld" with its count, never a zero.
-The download holds every value of every period (:func:`ldp_shared.frames.columns`).
+The downloads hold every value of every period (:func:`ldp_shared.frames.columns`).
 """
 
 from __future__ import annotations
 
-import math
-from datetime import datetime
 from typing import Any
 
 import numpy as np
-from fastapi.responses import Response
 
 from ldp_aggregator.trends import trend_result
-from ldp_aggregator.ui.downloads import csv_response
 from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView
 from ldp_aggregator.ui.panels.frequencies import INTERVALS, is_open
 from ldp_aggregator.ui.states import problem_view
-from ldp_shared import candidates, frames
+from ldp_shared import candidates
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import LDPError
 from ldp_shared.trend_series import SeriesPoint, series
@@ -38,7 +34,12 @@ TEMPLATE = "panels/trend.html"
 def attribute_names(config: CollectionConfig) -> list[str]:
     """The attributes released as frequencies or as a mean, then the label."""
     kinds = ("frequencies", "mean")
-    names = [a.name for a in config.attributes if config.spec_of(a).released_as in kinds]
+    hidden = set(config.spec.knn.attribute_names()) if config.spec.knn is not None else set()
+    names = [
+        a.name
+        for a in config.attributes
+        if config.spec_of(a).released_as in kinds and a.name not in hidden
+    ]
     return names + ([config.label.name] if config.label is not None else [])
 
 
@@ -163,29 +164,18 @@ def view(ctx: PanelContext) -> PanelView:
         first=next((p.mean or p.frequencies for p in released), None),
         chart=_chart(result, value, rows),
         caption=caption(result) if released else "",
-        download=ctx.url(SLUG, "/download/trend.csv", attribute=attribute, value=asked, **window),
     )
     return PanelView(TEMPLATE, context)
 
 
-def _csv_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return value
-
-
-def trend_csv(ctx: PanelContext) -> Response:
-    """Every value of every period of the trend on the page (withheld periods: one row,
-    no estimate, the reason in ``withheld``)."""
-    names = attribute_names(ctx.config)
-    attribute = ctx.param("attribute", names[0])
-    result = _trend(ctx, attribute, ctx.param("value").strip())
-    table = frames.columns(result)
-    rows = zip(*([_csv_value(v) for v in column] for column in table.values()), strict=True)
-    filename = f"{result.collection}-{result.attribute}-trend.csv"
-    return csv_response(list(table), rows, filename)
+def results(ctx: PanelContext) -> list[TrendResult]:
+    """The trend on the page: every value of every period (a withheld period: one row, no
+    estimate, the reason in ``withheld``)."""
+    attribute = ctx.param("attribute", attribute_names(ctx.config)[0])
+    asked = ctx.param("value").strip()
+    if is_open(ctx.config, attribute) and not asked:
+        return []
+    return [_trend(ctx, attribute, asked)]
 
 
 PANEL = Panel(
@@ -193,5 +183,5 @@ PANEL = Panel(
     title="Trend",
     view=view,
     applies=lambda config: bool(attribute_names(config)),
-    downloads={"trend.csv": trend_csv},
+    results=results,
 )

@@ -110,7 +110,7 @@ function drawTrend(canvas, spec) {
       x: { title: { display: true, text: spec.x_title } },
       y: {
         title: { display: true, text: spec.y_title },
-        suggestedMin: bounds.length ? Math.min(...bounds) : undefined,
+        suggestedMin: spec.y_min ?? (bounds.length ? Math.min(...bounds) : undefined),
         suggestedMax: bounds.length ? Math.max(...bounds) : undefined,
       },
     }),
@@ -155,7 +155,8 @@ function drawChart(canvas) {
     options: chartOptions(spec, { thresholdLine: threshold }, {
       y: {
         title: { display: true, text: spec.y_title },
-        suggestedMax: threshold ? threshold.value : undefined,
+        suggestedMin: spec.y_min ?? undefined,
+        suggestedMax: threshold ? threshold.value : (spec.y_max ?? undefined),
       },
     }),
   });

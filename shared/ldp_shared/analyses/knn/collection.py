@@ -110,12 +110,20 @@ def classify(config: CollectionConfig, n: int, sums: Sums, query: KnnQuery) -> K
     assert cells is not None and config.label is not None and config.epsilon is not None
     query.check_k()
     space = cells.space
-    z = space.standardise(space.scale_queries(query.points))
-    scores = protocol.scores(counts_from_collection(protocol, config, n, sums), z, k=query.k)
+    t, outside = space.scale_queries(query.points)
+    scores = protocol.scores(
+        counts_from_collection(protocol, config, n, sums), space.standardise(t), k=query.k
+    )
     classes = list(config.label.domain)
+    names = [f.name for f in space.features]
     predictions = [
-        KnnPrediction(predicted=classes[int(c)], scores=s.tolist(), stderr=e.tolist())
-        for c, s, e in zip(scores.predicted, scores.scores, scores.stderr, strict=True)
+        KnnPrediction(
+            predicted=classes[int(c)],
+            scores=s.tolist(),
+            stderr=e.tolist(),
+            clipped=[names[j] for j in np.flatnonzero(o)],
+        )
+        for c, s, e, o in zip(scores.predicted, scores.scores, scores.stderr, outside, strict=True)
     ]
     return KnnClassification(
         collection=config.name,

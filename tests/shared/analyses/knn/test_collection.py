@@ -76,7 +76,6 @@ def test_counts_match_the_truth_and_classify() -> None:
     [
         ([[0.0, 0.0]], 5, "3 coordinates"),
         ([[0.0, math.nan, 1.0]], 5, "NaN"),
-        ([[0.0, 5.0, 1.0]], 5, "outside"),
         ([[0.0, 0.0, 3.0]], 5, "value indices"),
         ([[0.0, 0.0, 1.0]], 0, "k must"),
         ([[0.0, 0.0, 1.0]], -2, "k must"),
@@ -86,6 +85,15 @@ def test_bad_queries(rows: list[list[float]], k: int, message: str) -> None:
     config, sums = collected(200)
     with pytest.raises(InvalidQueryError, match=message):
         classify(config, 200, sums, KnnQuery(points=rows, k=k))
+
+
+def test_a_point_outside_the_bounds_is_clipped_and_flagged_not_refused() -> None:
+    """As a device clips its own values: the point scores as the boundary point does."""
+    config, sums = collected(200)
+    answer = classify(config, 200, sums, KnnQuery(points=[[0.0, 5.0, 1.0], [0.0, 4.0, 1.0]], k=5))
+    outside, edge = answer.predictions
+    assert outside.clipped == ["b"] and edge.clipped == []
+    assert outside.scores == edge.scores and outside.predicted == edge.predicted
 
 
 def test_below_the_release_minimum_and_a_plain_collection_are_refused() -> None:

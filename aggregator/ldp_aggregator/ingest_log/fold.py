@@ -1,0 +1,239 @@
+"""``ldpcollect fold``: fold the log's reports into the database, a batch at a time.
+
+Any number of workers share one durable pull consumer (explicit acknowledgement). Each
+fetches up to :data:`DEFAULT_BATCH` messages and writes them in one database
+transaction through :meth:`~ldp_aggregator.writer.ReportWriter.write_together`, the
+direct mode's writer: the reports are inserted skipping stored ids, in key order (the
+ids are random, so the rows keep no log order), and the statistics delta is computed
+from the rows really inserted only (:func:`~ldp_aggregator.storage.stats.statistics_of`).
+Only after the commit are the messages acknowledged. A worker killed between commit
+and acknowledgement has its batch redelivered after the consumer's ``ack_wait``; the
+database then skips every id, and nothing is counted twice. For the same reason a
+report retried after the stream's deduplication window is counted once here.
+
+A report whose collection was closed or deleted after it was accepted is acknowledged
+and dropped (counted in ``ldpcollect_fold_reports_total{outcome="dropped"}``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+from anyio import to_thread
+from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import Error as JetStreamError
+from sqlalchemy import Engine, select
+
+from ldp_aggregator.ingest_log.fold_metrics import FoldMetrics
+from ldp_aggregator.ingest_log.stream import LogReport, LogSettings, connect, ensure_stream
+from ldp_aggregator.storage.collections import StoredCollection
+from ldp_aggregator.storage.stats import statistics_of
+from ldp_aggregator.storage.tables import collections
+from ldp_aggregator.writer import Pending, ReportWriter
+from ldp_shared.collection import CollectionConfig
+from ldp_shared.errors import LDPError
+
+logger = logging.getLogger("ldp_aggregator")
+
+DEFAULT_BATCH = 10_000
+DEFAULT_ACK_WAIT_SECONDS = 30.0
+"""How long a delivered batch may stay unacknowledged before JetStream hands it to
+another worker (a killed worker's batch comes back after this)."""
+FETCH_SECONDS = 1.0
+RETRY_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class FoldResult:
+    """What one batch did: reports written, found stored already, dropped."""
+
+    written: int
+    duplicate: int
+    dropped: int
+
+
+class CollectionsById:
+    """The collections messages name, by database id (configs never change; an id whose
+    config hash differs from the message's is read again, then dropped if still so)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._known: dict[int, StoredCollection] = {}
+
+    def get(self, collection_id: int, config_hash: str) -> StoredCollection | None:
+        known = self._known.get(collection_id)
+        if known is None or known.config.config_hash != config_hash:
+            with self.engine.connect() as connection:
+                row = connection.execute(
+                    select(collections.c.config_json).where(collections.c.id == collection_id)
+                ).one_or_none()
+            if row is None:
+                self._known.pop(collection_id, None)
+                return None
+            known = StoredCollection(collection_id, CollectionConfig.model_validate_json(row[0]))
+            self._known[collection_id] = known
+        return known if known.config.config_hash == config_hash else None
+
+
+def fold_batch(
+    writer: ReportWriter, by_id: CollectionsById, reports: list[LogReport]
+) -> FoldResult:
+    """Write ``reports`` in one transaction (see the module docstring). Raises the
+    database's error when the batch could not be written: then nothing may be acked."""
+    groups: dict[tuple[int, int], dict[str, LogReport]] = defaultdict(dict)
+    dropped = 0
+    for report in reports:
+        collection = by_id.get(report.collection_id, report.config_hash)
+        if collection is None or len(report.bits) != collection.config.report_bytes:
+            dropped += 1
+            continue
+        # an id twice in the batch (a retry past the dedup window) is written once
+        groups[report.collection_id, report.period_start].setdefault(report.report_id, report)
+    pendings: list[Pending] = []
+    for (collection_id, period_start), members in sorted(groups.items()):
+        first = next(iter(members.values()))
+        collection = by_id.get(collection_id, first.config_hash)
+        assert collection is not None
+        ids = list(members)
+        matrix = np.frombuffer(
+            b"".join(members[report_id].bits for report_id in ids), dtype=np.uint8
+        ).reshape(len(ids), collection.config.report_bytes)
+        pendings.append(
+            Pending(
+                collection=collection,
+                ids=ids,
+                matrix=matrix,
+                delta=statistics_of(collection.config, matrix),
+                day=first.day,
+                period_start=period_start,
+            )
+        )
+    written = 0
+    if pendings:
+        writer.write_together(pendings)
+    for pending in pendings:
+        if isinstance(pending.error, LDPError):  # closed or deleted since accepted
+            dropped += len(pending.ids)
+        elif pending.error is not None:
+            raise pending.error
+        else:
+            written += len(pending.ids) - len(pending.stored_before)
+    return FoldResult(written=written, duplicate=len(reports) - written - dropped, dropped=dropped)
+
+
+class FoldWorker:
+    """One ``ldpcollect fold`` process's loop: fetch, write, acknowledge."""
+
+    def __init__(
+        self,
+        settings: LogSettings,
+        engine: Engine,
+        metrics: FoldMetrics,
+        *,
+        batch: int = DEFAULT_BATCH,
+        ack_wait_seconds: float = DEFAULT_ACK_WAIT_SECONDS,
+    ) -> None:
+        self.settings = settings
+        self.writer = ReportWriter(engine)
+        self.by_id = CollectionsById(engine)
+        self.metrics = metrics
+        self.batch = batch
+        self.ack_wait_seconds = ack_wait_seconds
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Fold until ``stop`` is set (the batch in hand is finished first)."""
+        client = await connect(self.settings, "ldpcollect-fold")
+        try:
+            js = client.jetstream(timeout=10.0)
+            await ensure_stream(js, self.settings)
+            config = ConsumerConfig(
+                durable_name=self.settings.durable,
+                ack_policy=AckPolicy.EXPLICIT,
+                deliver_policy=DeliverPolicy.ALL,
+                ack_wait=self.ack_wait_seconds,
+                max_ack_pending=-1,  # every worker may hold a whole batch
+                max_deliver=-1,  # a batch the database refused comes back until it fits
+            )
+            subscription = await js.pull_subscribe(
+                self.settings.subjects,
+                durable=self.settings.durable,
+                stream=self.settings.stream,
+                config=config,
+            )
+            # the next batch is fetched (and parsed, in this event loop) while this one is
+            # written by the database (in a thread, waiting on the server)
+            fetching = asyncio.ensure_future(self._fetch(subscription))
+            try:
+                while not stop.is_set():
+                    messages = await fetching
+                    fetching = asyncio.ensure_future(self._fetch(subscription))
+                    if messages:
+                        await self._fold(messages)
+                        await client.flush()
+            finally:
+                await _give_back(fetching)
+        finally:
+            try:  # the writer is closed by its owner (its Reshuffler)
+                await client.close()
+            except (NatsError, OSError):  # the log is gone: nothing is left unacked to send
+                logger.warning("the log's connection did not close cleanly")
+
+    async def _fetch(self, subscription: JetStreamContext.PullSubscription) -> list[Msg]:
+        """The next batch; none when the log had nothing for :data:`FETCH_SECONDS` or
+        failed (then after :data:`RETRY_SECONDS`)."""
+        try:
+            return await subscription.fetch(self.batch, timeout=FETCH_SECONDS)
+        except (TimeoutError, NatsTimeoutError):
+            self.metrics.set_lag(0)
+        except (NatsError, JetStreamError) as error:  # a node lost: reconnecting
+            logger.warning("fetching from the log failed: %s", type(error).__name__)
+            await asyncio.sleep(RETRY_SECONDS)
+        return []
+
+    async def _fold(self, messages: list[Msg]) -> None:
+        reports: list[LogReport] = []
+        keep: list[Msg] = []
+        for message in messages:
+            try:
+                reports.append(LogReport.decode(message.data))
+                keep.append(message)
+            except ValueError:  # nothing an aggregator published: never deliver it again
+                logger.warning("a message of the log is not a report; terminated")
+                await message.term()
+        metadata = messages[-1].metadata
+        self.metrics.set_lag(metadata.num_pending)
+        self.metrics.count_redelivered(sum(m.metadata.num_delivered > 1 for m in messages))
+        try:
+            result = await to_thread.run_sync(fold_batch, self.writer, self.by_id, reports)
+        except Exception:  # the database: not acked, so they come back after ack_wait
+            logger.exception("folding a batch of %d reports failed", len(reports))
+            self.metrics.count_failed_batch()
+            await asyncio.sleep(RETRY_SECONDS)
+            return
+        for message in keep:
+            await message.ack()
+        self.metrics.observe_batch(len(reports), result.written, result.duplicate, result.dropped)
+
+
+async def _give_back(fetching: asyncio.Future[list[Msg]]) -> None:
+    """On stopping: a batch fetched but not folded goes back to the stream at once
+    (negative acknowledgement; unacknowledged, it would come back after ``ack_wait``)."""
+    if not fetching.done():
+        fetching.cancel()
+    try:
+        messages = await fetching
+    except asyncio.CancelledError:
+        return
+    try:
+        for message in messages:
+            await message.nak()
+    except (NatsError, OSError):  # the log is gone: they come back after ack_wait
+        logger.warning("a fetched batch was not given back; redelivered after ack_wait")

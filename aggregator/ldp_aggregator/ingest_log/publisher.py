@@ -1,0 +1,183 @@
+"""Log mode's ingest path: judge a batch as direct mode does, publish its new reports.
+
+The judging is :mod:`ldp_aggregator.ingest`'s own (the same reasons, the same period
+stamped at acceptance). Then, instead of a database transaction, every new valid report
+becomes one JetStream message (:class:`~ldp_aggregator.ingest_log.stream.LogReport`).
+All of a batch are written to the connection at once, without waiting for each other's
+acknowledgement (``publish_async``: one reply subscription for every publish of the
+replica, so concurrent requests share the connection's writes as direct mode's requests
+share a group commit); the request is answered once the stream has acknowledged each of
+them, which on a cluster means stored by a majority of the stream's replicas. A report
+the stream answers as a duplicate of a message in its deduplication window is
+``duplicate``; every other one is ``accepted``: durably in the log, and counted once a
+fold worker has folded it (``ldpcollect fold``). A publish that fails or times out fails
+the request with 503, and the client's retry, with the same ids, is deduplicated by the
+stream or, later, by the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from time import monotonic
+
+from anyio import to_thread
+from nats.aio.client import Client
+from nats.errors import Error as NatsError
+from nats.js import JetStreamContext
+from nats.js.api import PubAck
+from nats.js.errors import Error as JetStreamError
+from sqlalchemy import Engine
+
+from ldp_aggregator.ingest import INLINE_BATCH, BatchOutcomes, _prepare, _result
+from ldp_aggregator.ingest_log.stream import LogReport, LogSettings, connect, ensure_stream
+from ldp_aggregator.storage.collections import StoredCollection
+from ldp_aggregator.storage.lifecycle import check_takes_reports
+from ldp_aggregator.writer import Pending
+from ldp_shared.errors import TransportError
+from ldp_shared.wire import ReportBatch
+
+logger = logging.getLogger("ldp_aggregator")
+
+PUBLISH_TIMEOUT = 10.0
+"""Seconds one publish waits for the stream's acknowledgement (a cluster that lost a
+node elects a new leader for the stream within a few seconds)."""
+OPEN_RECHECK_SECONDS = 1.0
+"""How long a replica trusts that a collection takes reports before it reads the
+collection's row again (one read per collection and second, not one per request; a
+report accepted in the second after a close is dropped at fold time, as one accepted
+just before the close and folded after it)."""
+MAX_PENDING_PUBLISHES = 100_000
+"""Publishes awaiting their acknowledgement across the replica (nats-py's limit for
+``publish_async``; more wait for room, up to :data:`PUBLISH_TIMEOUT`)."""
+
+
+class LogUnavailableError(TransportError):
+    """The log did not acknowledge a publish: nothing of the batch may be assumed stored
+    (a retry with the same ids is safe). Answered as 503, as an unreachable database."""
+
+
+class LogPublisher:
+    """One replica's connection to the log, used from its event loop."""
+
+    def __init__(self, settings: LogSettings, client: Client, js: JetStreamContext) -> None:
+        self.settings = settings
+        self.client = client
+        self.js = js
+        self._open_until: dict[int, float] = {}  # collection id -> monotonic deadline
+
+    async def check_takes_reports(self, engine: Engine, collection: StoredCollection) -> None:
+        """:func:`~ldp_aggregator.storage.lifecycle.check_takes_reports`, trusted for
+        :data:`OPEN_RECHECK_SECONDS` once passed (a refusal is never remembered)."""
+        now = monotonic()
+        if self._open_until.get(collection.id, 0.0) > now:
+            return
+        self._open_until.pop(collection.id, None)
+        await to_thread.run_sync(check_takes_reports, engine, collection)
+        self._open_until[collection.id] = now + OPEN_RECHECK_SECONDS
+
+    @classmethod
+    async def open(cls, settings: LogSettings) -> LogPublisher:
+        """Connect and make sure the stream exists."""
+        client = await connect(settings, "ldpcollect-ingest")
+        js = client.jetstream(
+            timeout=PUBLISH_TIMEOUT, publish_async_max_pending=MAX_PENDING_PUBLISHES
+        )
+        await ensure_stream(js, settings)
+        # the one reply subscription of publish_async, made before requests race to make it
+        await js._init_async_reply()
+        return cls(settings, client, js)
+
+    async def close(self) -> None:
+        """Wait for what is in flight, then close (at once when the log is unreachable)."""
+        try:
+            if self.client.is_connected:
+                await self.client.drain()
+                return
+        except (NatsError, OSError):  # the log went away meanwhile
+            pass
+        try:
+            await self.client.close()
+        except (NatsError, OSError) as error:  # nothing left to lose: published is acked
+            logger.warning("closing the log's connection: %s", type(error).__name__)
+
+    async def check(self) -> None:
+        """Raise :class:`LogUnavailableError` unless connected and the stream answers
+        (readiness)."""
+        if not self.client.is_connected:
+            raise LogUnavailableError("the log (NATS) is not connected")
+        try:
+            await self.js.stream_info(self.settings.stream)
+        except (TimeoutError, NatsError, JetStreamError) as error:
+            raise LogUnavailableError(
+                f"the log's stream {self.settings.stream} does not answer: {type(error).__name__}"
+            ) from None
+
+    def _ack_or_raise(self, answer: PubAck | BaseException) -> PubAck:
+        """The stream's acknowledgement, checked to come from this stream (instead of
+        a ``Nats-Expected-Stream`` header on every message, which every fold worker
+        would have to parse again)."""
+        if isinstance(answer, BaseException):
+            raise answer
+        if answer.stream != self.settings.stream:
+            logger.error("the log's subjects are taken by stream %s", answer.stream)
+            raise LogUnavailableError(f"the reports went to the stream {answer.stream}")
+        return answer
+
+    async def publish(self, pending: Pending) -> set[str]:
+        """Publish the reports of ``pending``; the ids the stream had already (its
+        duplicates). Returns once every one is acknowledged."""
+        collection = pending.collection
+        subject = self.settings.subject(collection.id)
+        messages = [
+            LogReport(
+                collection_id=collection.id,
+                config_hash=collection.config.config_hash,
+                period_start=pending.period_start,
+                day=pending.day,
+                report_id=report_id,
+                bits=pending.matrix[k].tobytes(),
+            )
+            for k, report_id in enumerate(pending.ids)
+        ]
+        futures: list[asyncio.Future[PubAck]] = []
+        try:
+            async with asyncio.timeout(PUBLISH_TIMEOUT):
+                for message in messages:
+                    futures.append(
+                        await self.js.publish_async(
+                            subject,
+                            message.encode(),
+                            wait_stall=PUBLISH_TIMEOUT,
+                            headers={"Nats-Msg-Id": message.message_id},
+                        )
+                    )
+                answers = await asyncio.gather(*futures, return_exceptions=True)
+            acks = [self._ack_or_raise(answer) for answer in answers]
+        except (TimeoutError, NatsError, JetStreamError) as error:
+            for future in futures:  # no ack will be waited for: free their places
+                future.cancel()
+            logger.warning("publishing to the log failed: %s", type(error).__name__)
+            raise LogUnavailableError(
+                "the log did not acknowledge the reports; send the same batch again later"
+            ) from None
+        return {
+            message.report_id for message, ack in zip(messages, acks, strict=True) if ack.duplicate
+        }
+
+
+async def publish_batch(
+    publisher: LogPublisher, collection: StoredCollection, batch: ReportBatch, engine: Engine
+) -> BatchOutcomes:
+    """:func:`~ldp_aggregator.ingest.ingest_batch_async` in log mode: the same judging,
+    then the new valid reports go to the log. A closed or deleted collection is refused
+    as in direct mode (409/404: its row is read, without a lock, before publishing; a
+    collection closed after that check has its reports dropped at fold time)."""
+    if len(batch.reports) <= INLINE_BATCH:
+        judged, pending = _prepare(collection, batch, None)
+    else:
+        judged, pending = await to_thread.run_sync(_prepare, collection, batch, None)
+    await publisher.check_takes_reports(engine, collection)
+    if pending is None:
+        return _result(batch, judged, set())
+    return _result(batch, judged, await publisher.publish(pending))

@@ -1,0 +1,239 @@
+"""The JetStream stream of log mode: its settings, its creation, and its messages.
+
+One message per accepted report, on the subject ``<prefix>.<collection id>``, with the
+header ``Nats-Msg-Id: <collection id>.<report id>`` so that the stream drops a retry
+within its deduplication window. The payload holds only what folding needs (JSON,
+:class:`LogReport`): the collection's id and config hash, the period and day the
+aggregator stamped at acceptance (as coarse as the collection's period), the report's
+id and its packed bits. No address, header or arrival time of the request is in it;
+the stream itself keeps a sequence number and a publish time per message until
+retention removes it (docs/privacy-at-rest.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+from dataclasses import dataclass
+from datetime import date
+from urllib.parse import urlsplit
+
+import nats
+from nats.aio.client import Client
+from nats.errors import Error as NatsError
+from nats.js import JetStreamContext
+from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
+from nats.js.errors import Error as JetStreamError
+from nats.js.errors import NotFoundError
+
+from ldp_aggregator.settings import Settings
+from ldp_shared.errors import ConfigurationError, TransportError
+
+logger = logging.getLogger("ldp_aggregator")
+
+CONNECT_SECONDS = 10.0
+DEFAULT_STREAM = "LDPCOLLECT_REPORTS"
+DEFAULT_SUBJECT_PREFIX = "ldpcollect.reports"
+DEFAULT_DURABLE = "ldpcollect-fold"
+DEFAULT_REPLICAS = 3
+DEFAULT_DEDUP_SECONDS = 120.0
+"""JetStream's own default window (two minutes): a retry within it is dropped by the
+stream; an older one is counted once at fold time, by the database's unique key."""
+DEFAULT_MAX_AGE_SECONDS = 7 * 86_400.0
+"""A message older than a week is dropped by the stream, folded or not (folding is
+seconds behind in normal operation; with the work-queue retention a folded report is
+deleted at once, so this bounds what a stopped fleet of fold workers leaves)."""
+
+
+@dataclass(frozen=True)
+class LogSettings:
+    """Where the log is and how its stream is made (``LDPCOLLECT_LOG_*`` settings)."""
+
+    servers: tuple[str, ...]
+    stream: str = DEFAULT_STREAM
+    subject_prefix: str = DEFAULT_SUBJECT_PREFIX
+    replicas: int = DEFAULT_REPLICAS
+    dedup_seconds: float = DEFAULT_DEDUP_SECONDS
+    max_age_seconds: float = DEFAULT_MAX_AGE_SECONDS
+    durable: str = DEFAULT_DURABLE
+    work_queue: bool = True
+    """Delete a message once a fold worker acknowledged it (``False``: keep it until
+    ``max_age_seconds``, a log that can be replayed)."""
+
+    @property
+    def subjects(self) -> str:
+        return f"{self.subject_prefix}.>"
+
+    def subject(self, collection_id: int) -> str:
+        return f"{self.subject_prefix}.{collection_id}"
+
+
+def parse_log_url(url: str) -> tuple[str, ...]:
+    """``nats://h1:p1,h2:p2`` as the server URLs ``nats-py`` takes; a bad one is a
+    :class:`ConfigurationError` (one line)."""
+    scheme, separator, rest = url.partition("://")
+    if scheme not in ("nats", "tls") or not separator or not rest:
+        raise ConfigurationError(f"the log URL must look like nats://host:port,...; got {url!r}")
+    servers: list[str] = []
+    for part in rest.split(","):
+        server = f"{scheme}://{part.strip()}"
+        try:
+            parsed = urlsplit(server)
+            port = parsed.port
+        except ValueError:
+            port = None
+            parsed = None
+        if parsed is None or not parsed.hostname or (port is None and ":" in parsed.netloc):
+            raise ConfigurationError(f"not a NATS server address in the log URL: {part!r}")
+        servers.append(server)
+    return tuple(servers)
+
+
+async def connect(settings: LogSettings, name: str) -> Client:
+    """A connection to the cluster that reconnects for ever once made (a node killed is
+    survived); :class:`~ldp_shared.errors.TransportError` when no node answers within
+    :data:`CONNECT_SECONDS` at first."""
+    try:
+        return await asyncio.wait_for(
+            nats.connect(
+                servers=list(settings.servers),
+                name=name,
+                max_reconnect_attempts=-1,
+                reconnect_time_wait=0.25,
+                connect_timeout=2,
+                allow_reconnect=True,
+                error_cb=_log_error,
+                disconnected_cb=_log_disconnected,
+                reconnected_cb=_log_reconnected,
+            ),
+            CONNECT_SECONDS,
+        )
+    except (TimeoutError, NatsError, OSError):
+        where = ",".join(settings.servers)
+        raise TransportError(f"the log does not answer at {where}") from None
+
+
+async def _log_error(error: Exception) -> None:  # one line, not nats-py's traceback
+    logger.debug("log connection: %s: %s", type(error).__name__, error)
+
+
+async def _log_disconnected() -> None:
+    logger.warning("log connection lost; reconnecting to another node")
+
+
+async def _log_reconnected() -> None:
+    logger.warning("log connection restored")
+
+
+def check_reachable(settings: LogSettings) -> None:
+    """Connect once and close (``ldpcollect serve --log`` checks this before it starts)."""
+
+    async def once() -> None:
+        client = await connect(settings, "ldpcollect-check")
+        await client.close()
+
+    asyncio.run(once())
+
+
+async def ensure_stream(js: JetStreamContext, settings: LogSettings) -> None:
+    """Create the stream unless it exists (its configuration is then the operator's:
+    an existing stream is not changed, so retention set by hand stays). A cluster that
+    is still electing its JetStream leader is waited for, up to :data:`CONNECT_SECONDS`."""
+    deadline = asyncio.get_running_loop().time() + CONNECT_SECONDS
+    while True:
+        try:
+            await _create_unless_exists(js, settings)
+            return
+        except (TimeoutError, NatsError, JetStreamError) as error:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TransportError(
+                    f"the log's stream {settings.stream} cannot be created or read:"
+                    f" {type(error).__name__}: {error}"
+                ) from None
+            await asyncio.sleep(0.5)
+
+
+async def _create_unless_exists(js: JetStreamContext, settings: LogSettings) -> None:
+    try:
+        await js.stream_info(settings.stream)
+        return
+    except NotFoundError:
+        pass
+    await js.add_stream(
+        StreamConfig(
+            name=settings.stream,
+            subjects=[settings.subjects],
+            retention=RetentionPolicy.WORK_QUEUE if settings.work_queue else RetentionPolicy.LIMITS,
+            storage=StorageType.FILE,
+            num_replicas=settings.replicas,
+            duplicate_window=settings.dedup_seconds,
+            max_age=settings.max_age_seconds,
+            discard=DiscardPolicy.OLD,
+        )
+    )
+
+
+@dataclass(frozen=True)
+class LogReport:
+    """One accepted report as the stream carries it (everything folding needs)."""
+
+    collection_id: int
+    config_hash: str
+    period_start: int
+    day: date
+    report_id: str
+    bits: bytes
+
+    @property
+    def message_id(self) -> str:
+        return message_id(self.collection_id, self.report_id)
+
+    def encode(self) -> bytes:
+        return json.dumps(
+            {
+                "c": self.collection_id,
+                "h": self.config_hash,
+                "p": self.period_start,
+                "d": self.day.isoformat(),
+                "i": self.report_id,
+                "b": base64.b64encode(self.bits).decode("ascii"),
+            },
+            separators=(",", ":"),
+        ).encode("ascii")
+
+    @classmethod
+    def decode(cls, payload: bytes) -> LogReport:
+        """The report of a message; ``ValueError`` for one no aggregator published."""
+        try:
+            data = json.loads(payload)
+            return cls(
+                collection_id=int(data["c"]),
+                config_hash=str(data["h"]),
+                period_start=int(data["p"]),
+                day=date.fromisoformat(data["d"]),
+                report_id=str(data["i"]),
+                bits=base64.b64decode(data["b"], validate=True),
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"not a report message: {error}") from None
+
+
+def message_id(collection_id: int, report_id: str) -> str:
+    """The ``Nats-Msg-Id`` of a report: the stream's deduplication key."""
+    return f"{collection_id}.{report_id}"
+
+
+def log_settings_of(settings: Settings) -> LogSettings:
+    """The log's settings from the aggregator's (``LDPCOLLECT_LOG_*``)."""
+    if settings.log_url is None:
+        raise ConfigurationError("log mode needs a log URL (--log or LDPCOLLECT_LOG_URL)")
+    return LogSettings(
+        servers=parse_log_url(settings.log_url),
+        stream=settings.log_stream,
+        replicas=settings.log_replicas,
+        dedup_seconds=settings.log_dedup_seconds,
+        max_age_seconds=settings.log_max_age_seconds,
+        work_queue=settings.log_retention == "workqueue",
+    )

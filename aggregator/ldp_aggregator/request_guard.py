@@ -1,0 +1,79 @@
+"""One pure ASGI middleware around every request: metrics, body limit, last-resort 500.
+
+It does in one layer what three did before (issue 23; ``bench/request_layers.py``
+measures each layer's CPU per request), in this order, outermost first:
+
+1. **metrics**: counts and times the request by method, route template and the status
+   answered (:meth:`~ldp_aggregator.metrics.Metrics.observe_request`), whatever the
+   answer, including the two below;
+2. **body size limit**: reads the whole body first and answers ``413 payload-too-large``
+   when the declared or received bytes pass the limit
+   (:func:`~ldp_aggregator.limits.read_limited_body`), so such a request never reaches a
+   route;
+3. **unexpected errors**: an exception that no handler of the app took is answered with
+   a ``500`` problem document, logged with an id that its ``detail`` repeats, without
+   re-raising, so the keep-alive connection stays usable (the reason is given in
+   :class:`~ldp_aggregator.problems.UnexpectedErrorMiddleware`, which this replaces in
+   the app). An error after the answer has started cannot be answered and is re-raised.
+
+Security headers are not set here: the dashboard's pages set theirs, and API answers are
+JSON problem documents or JSON bodies.
+"""
+
+from __future__ import annotations
+
+import time
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ldp_aggregator.limits import Refusal, read_limited_body, refusal_response, replaying
+from ldp_aggregator.metrics import UNMATCHED_ROUTE, Metrics
+from ldp_aggregator.problems import _internal_error as internal_error_response
+
+
+class RequestGuardMiddleware:
+    """Metrics, the body size limit and the last-resort 500 of every HTTP request."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics, max_body_bytes: int) -> None:
+        if max_body_bytes <= 0:
+            raise ValueError("max_body_bytes must be positive")
+        self.app = app
+        self.metrics = metrics
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started_at = time.perf_counter()
+        status = 500
+        answering = False
+
+        async def observe(message: Message) -> None:
+            nonlocal status, answering
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                answering = True
+            await send(message)
+
+        try:
+            body = await read_limited_body(scope, receive, self.max_body_bytes)
+            if isinstance(body, Refusal):
+                await refusal_response(body, self.max_body_bytes)(scope, receive, observe)
+            elif body is not None:  # None: the client left before sending its whole body
+                try:
+                    await self.app(scope, replaying(body, receive), observe)
+                except Exception as exc:
+                    if answering:
+                        raise
+                    method, path = str(scope.get("method", "")), str(scope.get("path", ""))
+                    answer = internal_error_response(method, path, exc)
+                    await answer(scope, receive, observe)
+        finally:
+            template = getattr(scope.get("route"), "path", None)
+            self.metrics.observe_request(
+                str(scope.get("method", "")),
+                template if isinstance(template, str) else UNMATCHED_ROUTE,
+                status,
+                time.perf_counter() - started_at,
+            )

@@ -1,0 +1,199 @@
+"""Shuffled collections: the sealing key devices seal to, and the shuffler's batches.
+
+A collection created with ``"shuffled": true`` takes reports only here, from the shuffler
+(its own bearer token), in batches of at least ``LDPCOLLECT_SHUFFLE_MIN_BATCH`` sealed
+blobs (:mod:`ldp_shared.sealing`). Each blob is opened with the keyring's key it names,
+and the reports inside are judged and stored by :mod:`ldp_aggregator.ingest` exactly as a
+direct upload's. A blob that does not open (tampered, misdirected) or names a key this
+aggregator does not hold is rejected and counted, and the rest of the batch goes on. The
+answer carries counts only: nothing that would tell the shuffler which report was which.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from anyio import to_thread
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import to_json
+
+from ldp_aggregator.auth import require_shuffler
+from ldp_aggregator.deps import AppState, app_state
+from ldp_aggregator.ingest import ingest_batch_async
+from ldp_aggregator.problems import problem_responses
+from ldp_aggregator.routes.reports import writer_of
+from ldp_aggregator.sealing_keys import KeyringFile
+from ldp_aggregator.storage.collections import StoredCollection
+from ldp_shared.errors import ConflictError, InvalidReportError, InvalidRequestError
+from ldp_shared.request_model import RequestModel
+from ldp_shared.sealing import SUITE_NAME, UnknownKeyError, from_text, open_report, to_text
+from ldp_shared.wire import MAX_BATCH, Report, ReportBatch
+
+router = APIRouter(prefix="/v1/collections", tags=["shuffled"])
+_CREATE_LOCK = threading.Lock()
+
+
+class SealingKeyInfo(BaseModel):
+    """The key devices seal a shuffled collection's reports to (docs/shuffler.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    collection: str
+    config_hash: str
+    key_id: str = Field(description="hex SHA-256(public key)[:8]; a device recomputes it")
+    public_key: str = Field(description="raw X25519 public key, unpadded base64url")
+    suite: str = SUITE_NAME
+
+
+class ShuffledBatch(RequestModel):
+    """A shuffler's batch: sealed blobs (unpadded base64url), in the shuffler's random order."""
+
+    blobs: list[str] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class ShuffledBatchResult(BaseModel):
+    """Counts only: how many reports were accepted, duplicates or rejected, and how many
+    blobs did not open (``tampered``) or named a key not held (``unknown_key``)."""
+
+    received: int
+    accepted: int
+    duplicate: int
+    rejected: int
+    tampered: int
+    unknown_key: int
+
+
+class ShuffledBatchMetrics:
+    """What is recorded of each shuffled batch, on the app's metrics registry: per
+    collection, how many batches and of what sizes, and the blobs that did not open.
+    No time is kept (a scraper's samples are as fine as its interval, and its own)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.batches = Counter(
+            "ldpcollect_shuffled_batches", "Shuffled batches received.", ["collection"],
+            registry=registry,
+        )  # fmt: skip
+        self.sizes = Histogram(
+            "ldpcollect_shuffled_batch_size", "Sealed reports per shuffled batch.",
+            ["collection"], buckets=(100, 300, 1000, 3000, 10_000), registry=registry,
+        )  # fmt: skip
+        self.refused = Counter(
+            "ldpcollect_sealed_reports_refused",
+            "Sealed reports that did not open (tampered) or named a key not held.",
+            ["collection", "reason"], registry=registry,
+        )  # fmt: skip
+
+    def record(self, collection: str, size: int, tampered: int, unknown_key: int) -> None:
+        self.batches.labels(collection).inc()
+        self.sizes.labels(collection).observe(size)
+        self.refused.labels(collection, "tampered").inc(tampered)
+        self.refused.labels(collection, "unknown_key").inc(unknown_key)
+
+
+def batch_metrics_of(app: FastAPI) -> ShuffledBatchMetrics:
+    """The app's :class:`ShuffledBatchMetrics`, registered on first use."""
+    with _CREATE_LOCK:
+        found: ShuffledBatchMetrics | None = getattr(app.state, "ldp_shuffled_metrics", None)
+        if found is None:
+            state = app.state.ldp
+            assert isinstance(state, AppState)
+            found = ShuffledBatchMetrics(state.metrics.registry)
+            app.state.ldp_shuffled_metrics = found
+        return found
+
+
+def keyring_of(app: FastAPI) -> KeyringFile:
+    """The app's keyring file, made on first use."""
+    with _CREATE_LOCK:
+        found: KeyringFile | None = getattr(app.state, "ldp_sealing_keyring", None)
+        if found is None:
+            state = app.state.ldp
+            assert isinstance(state, AppState)
+            found = KeyringFile(Path(state.settings.sealing_keys_file))
+            app.state.ldp_sealing_keyring = found
+        return found
+
+
+async def _shuffled_collection(state: AppState, name: str) -> StoredCollection:
+    collection = await to_thread.run_sync(state.collections.cached, name)
+    if not collection.config.spec.shuffled:
+        raise ConflictError(
+            f"collection {name!r} is not shuffled: its devices upload reports directly"
+        )
+    return collection
+
+
+@router.get(
+    "/{name}/sealing-key", response_model=SealingKeyInfo, responses=problem_responses(404, 409)
+)
+async def sealing_key(name: str, request: Request) -> SealingKeyInfo:
+    """The current key to seal this shuffled collection's reports to (no token needed)."""
+    state = app_state(request)
+    collection = await _shuffled_collection(state, name)
+    key = (await to_thread.run_sync(keyring_of(request.app).load)).current()
+    return SealingKeyInfo(
+        collection=collection.name,
+        config_hash=collection.config.config_hash,
+        key_id=key.key_id,
+        public_key=to_text(key.public),
+    )
+
+
+def _open_all(
+    keyring: KeyringFile, collection: StoredCollection, blobs: list[str]
+) -> tuple[list[Report], int, int]:
+    """The reports inside the blobs, and how many were tampered or of unknown keys."""
+    keys = keyring.load().opening_keys()
+    reports: list[Report] = []
+    tampered = unknown = 0
+    name, config_hash = collection.name, collection.config.config_hash
+    for text in blobs:
+        try:
+            inner = open_report(from_text(text), keys, name, config_hash)
+            reports.append(Report.model_validate_json(inner))
+        except UnknownKeyError:
+            unknown += 1
+        except (InvalidReportError, ValidationError):
+            tampered += 1
+    return reports, tampered, unknown
+
+
+@router.post(
+    "/{name}/shuffled-batches",
+    response_model=ShuffledBatchResult,
+    responses=problem_responses(401, 403, 404, 409, 413, 422, 503),
+    dependencies=[Depends(require_shuffler)],
+)
+async def shuffled_batch(name: str, batch: ShuffledBatch, request: Request) -> Response:
+    """Open, judge and store a shuffler's batch; 422 below the minimum batch size."""
+    state = app_state(request)
+    collection = await _shuffled_collection(state, name)
+    minimum = state.settings.shuffle_min_batch
+    if len(batch.blobs) < minimum:
+        raise InvalidRequestError(
+            f"a shuffled batch needs at least {minimum} sealed reports (got"
+            f" {len(batch.blobs)}): fewer would shrink the crowd each report hides in"
+        )
+    reports, tampered, unknown = await to_thread.run_sync(
+        _open_all, keyring_of(request.app), collection, batch.blobs
+    )
+    counts = {"accepted": 0, "duplicate": 0, "rejected": 0}
+    if reports:
+        outcome = await ingest_batch_async(
+            writer_of(request.app), collection, ReportBatch(reports=reports)
+        )
+        counts = {
+            "accepted": outcome.accepted,
+            "duplicate": outcome.duplicate,
+            "rejected": outcome.rejected,
+        }
+    rejected = counts["rejected"] + tampered + unknown
+    batch_metrics_of(request.app).record(collection.name, len(batch.blobs), tampered, unknown)
+    state.metrics.count_reports(collection.name, counts["accepted"], counts["duplicate"], rejected)
+    result = ShuffledBatchResult(
+        received=len(batch.blobs), tampered=tampered, unknown_key=unknown, **counts
+    )
+    return Response(to_json(result.model_dump()), media_type="application/json")

@@ -1,0 +1,142 @@
+"""The aggregator's sealing keys (one keyring per server, for every shuffled collection).
+
+The keyring is a JSON file (``LDPCOLLECT_SEALING_KEYS_FILE``, mode 0600) that every
+replica of one aggregator reads, so each can open what devices sealed::
+
+    {"keys": [{"id": "<16 hex>", "public": "<b64url>", "private": "<b64url>",
+               "created": "2026-11-26", "retire_after": null | "2026-12-03"}]}
+
+The current key (the one published to devices) is the newest one without
+``retire_after``. :func:`rotate` adds a new current key and gives every older key a
+``retire_after`` day (today + the grace period), so reports sealed to it shortly before
+the rotation, still held by a shuffler, still open; after that day the key no longer
+opens anything, and the next rotation drops it from the file. Only days are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+from ldp_shared.errors import ConfigurationError
+from ldp_shared.sealing import SealingKey, from_text, to_text
+
+__all__ = ["DEFAULT_GRACE_DAYS", "Keyring", "KeyringFile", "rotate"]
+
+DEFAULT_GRACE_DAYS = 7
+
+
+def _today() -> date:
+    return datetime.now(UTC).date()
+
+
+@dataclass(frozen=True)
+class _Entry:
+    key: SealingKey
+    created: date
+    retire_after: date | None
+
+    def active(self, today: date) -> bool:
+        return self.retire_after is None or today <= self.retire_after
+
+    def document(self) -> dict[str, str | None]:
+        assert self.key.private is not None
+        return {
+            "id": self.key.key_id,
+            "public": to_text(self.key.public),
+            "private": to_text(self.key.private),
+            "created": self.created.isoformat(),
+            "retire_after": None if self.retire_after is None else self.retire_after.isoformat(),
+        }
+
+
+@dataclass(frozen=True)
+class Keyring:
+    """The keys of one keyring file, oldest first."""
+
+    entries: tuple[_Entry, ...]
+
+    def current(self) -> SealingKey:
+        """The key devices seal to now."""
+        fresh = [e for e in self.entries if e.retire_after is None]
+        if not fresh:
+            raise ConfigurationError("the sealing keyring has no current key: rotate it")
+        return fresh[-1].key
+
+    def opening_keys(self, today: date | None = None) -> dict[str, SealingKey]:
+        """The keys that still open blobs today, by key id."""
+        day = _today() if today is None else today
+        return {e.key.key_id: e.key for e in self.entries if e.active(day)}
+
+
+def _parse(text: str) -> Keyring:
+    entries = []
+    for item in json.loads(text)["keys"]:
+        key = SealingKey(public=from_text(item["public"]), private=from_text(item["private"]))
+        if key.key_id != item["id"]:
+            raise ConfigurationError(f"sealing key {item['id']!r}: its id does not match it")
+        retire = item.get("retire_after")
+        entries.append(
+            _Entry(key, date.fromisoformat(item["created"]), retire and date.fromisoformat(retire))
+        )
+    return Keyring(tuple(entries))
+
+
+def _write(path: Path, keyring: Keyring) -> None:
+    """Atomically replace the file (written 0600, fsynced, renamed)."""
+    document = {"keys": [e.document() for e in keyring.entries]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".sealing-keys-")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(document, out, indent=1)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, 0o600)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def rotate(path: Path, grace_days: int = DEFAULT_GRACE_DAYS, today: date | None = None) -> str:
+    """Add a new current key to the keyring at ``path`` (created if missing); the older
+    keys retire after ``grace_days``, and keys retired before today are dropped. Returns
+    the new key's id."""
+    day = _today() if today is None else today
+    old = _parse(path.read_text("utf-8")).entries if path.exists() else ()
+    kept = [
+        _Entry(e.key, e.created, e.retire_after or day + timedelta(days=grace_days))
+        for e in old
+        if e.active(day)
+    ]
+    fresh = _Entry(SealingKey.generate(), day, None)
+    _write(path, Keyring((*kept, fresh)))
+    return fresh.key.key_id
+
+
+class KeyringFile:
+    """The keyring file of a running app: created with one key on first use, and read
+    again when it changed on disk (a rotation by ``ldpcollect sealing-keys rotate``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._seen: tuple[int, int, int] | None = None
+        self._keyring: Keyring | None = None
+
+    def load(self) -> Keyring:
+        with self._lock:
+            if not self.path.exists():
+                rotate(self.path)
+            status = self.path.stat()
+            seen = (status.st_ino, status.st_mtime_ns, status.st_size)
+            if self._keyring is None or seen != self._seen:
+                self._keyring = _parse(self.path.read_text("utf-8"))
+                self._seen = seen
+            return self._keyring

@@ -1,0 +1,235 @@
+"""Log mode against direct mode: single-report uploads, CPU per report, fold throughput.
+
+One run, one machine, one fresh PostgreSQL database; a three-node NATS JetStream
+cluster of ``nats-server`` processes on free loopback ports (stores in a temporary
+folder, stream at 3 replicas); one direct-mode replica and one log-mode replica
+(``serve --log``) side by side, with one fold worker (``ldpcollect fold``) running
+throughout, as deployed.
+
+* ``single``: wrk, single-report requests at 16 connections, direct and log
+  interleaved (A, B, A, B, ...): requests/s, latency percentiles, the replica's CPU per
+  acknowledged report, and (log mode) the three NATS nodes' CPU over the same run.
+* ``batched_direct``: direct mode's batched path (batches of 1,000, 4 connections).
+* ``fold``: the fold worker stopped, batches published through the log replica (with
+  the NATS nodes' CPU per report), then a fresh fold worker started: reports folded per
+  second into PostgreSQL, from its first committed batch to its last, with the fold
+  worker's and the NATS nodes' CPU per report over the same time.
+* ``database_rows``: the database tier alone: batches of the fold's size
+  (:data:`~ldp_aggregator.ingest_log.fold.DEFAULT_BATCH`) written in this process by
+  :func:`~ldp_aggregator.ingest_log.fold.fold_batch`, no log involved: rows/s.
+
+These are the capacity plan's inputs (docs/log-mode.md).
+
+Needs wrk (bench/setup_peers.sh), nats-server and a PostgreSQL server.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+from sqlalchemy import func, select
+
+from _common import base_parser, emit, log, sized, start_marker
+from _server import bench_spec, postgres_database, running_server
+from _wrk import cpu_seconds, wrk_path, wrk_version
+from ingestion import POSTGRES_ADMIN_URL, Loader, one_report_bits
+from ldp_aggregator.ingest_log.fold import DEFAULT_BATCH, CollectionsById, fold_batch
+from ldp_aggregator.ingest_log.stream import LogReport
+from ldp_aggregator.storage.collections import load_collection
+from ldp_aggregator.storage.engine import make_engine
+from ldp_aggregator.storage.tables import reports
+from ldp_aggregator.writer import ReportWriter
+from ldp_client import LDPClient
+from ldp_shared.periods import stamp
+from ldp_simulation.fleet import free_port, stop_process
+
+NATS = shutil.which("nats-server") or "/usr/sbin/nats-server"
+
+
+@contextmanager
+def nats_cluster(root: Path) -> Iterator[tuple[str, list[int]]]:
+    """Three routed JetStream nodes; yields the ``--log`` URL and their pids."""
+    ports = [(free_port(), free_port()) for _ in range(3)]
+    routes = ",".join(f"nats://127.0.0.1:{route}" for _, route in ports)
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        for k, (port, route) in enumerate(ports):
+            store = root / f"n{k}"
+            store.mkdir()
+            command = [NATS, "-a", "127.0.0.1", "-p", str(port), "-n", f"n{k}", "-js"]
+            command += ["-sd", str(store), "--cluster_name", "bench"]
+            command += ["--cluster", f"nats://127.0.0.1:{route}", "--routes", routes]
+            processes.append(
+                subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            )
+        time.sleep(3.0)  # the JetStream meta leader is elected; serve waits for it anyway
+        yield "nats://" + ",".join(f"127.0.0.1:{p}" for p, _ in ports), [p.pid for p in processes]
+    finally:
+        for process in processes:
+            stop_process(process)
+
+
+def fold_worker(database_url: str, log_url: str, log_path: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, LDPCOLLECT_DATABASE_URL=database_url, LDPCOLLECT_LOG_URL=log_url)
+    command = [sys.executable, "-m", "ldp_aggregator.cli", "fold"]
+    with log_path.open("ab") as log_file:
+        return subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+
+
+def stored(database_url: str, name: str) -> int:
+    engine = make_engine(database_url)
+    try:
+        collection_id = load_collection(engine, name).id
+        with engine.connect() as connection:
+            query = select(func.count()).where(reports.c.collection_id == collection_id)
+            return int(connection.execute(query.select_from(reports)).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def fold_rate(
+    database_url: str, log_url: str, name: str, timeout: float, log_path: Path, nats: list[int]
+) -> dict[str, Any]:
+    """Start a fold worker on a backlog; reports/s from its first commit to its last."""
+    before = stored(database_url, name)
+    worker = fold_worker(database_url, log_url, log_path)
+    cpu_before = (cpu_seconds(worker.pid), sum(cpu_seconds(pid) for pid in nats))
+    cpu_after = cpu_before
+    try:
+        first: tuple[float, int] | None = None
+        last = (time.monotonic(), before)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            count = stored(database_url, name)
+            now = time.monotonic()
+            if count != last[1]:
+                if first is None:
+                    first = last
+                last = (now, count)
+                cpu_after = (cpu_seconds(worker.pid), sum(cpu_seconds(pid) for pid in nats))
+            elif first is not None and now - last[0] > 5.0:
+                break
+    finally:
+        stop_process(worker)
+    if first is None:
+        return {"folded": 0, "note": "nothing was folded"}
+    folded = max(last[1] - first[1], 1)
+    return {
+        "backlog_before": before,
+        "folded": last[1] - first[1],
+        "seconds": last[0] - first[0],
+        "reports_per_second": (last[1] - first[1]) / max(last[0] - first[0], 1e-9),
+        "fold_worker_cpu_ms_per_report": 1e3 * (cpu_after[0] - cpu_before[0]) / folded,
+        "nats_cpu_ms_per_report": 1e3 * (cpu_after[1] - cpu_before[1]) / folded,
+    }
+
+
+def database_rows(database_url: str, name: str, batches: int = 3) -> dict[str, Any]:
+    """Rows/s of :func:`fold_batch` alone at the fold's batch size (fresh collection)."""
+    engine = make_engine(database_url)
+    writer = ReportWriter(engine)
+    try:
+        collection = load_collection(engine, name)
+        config = collection.config
+        bits = base64.b64decode(one_report_bits(config)[0])
+        by_id = CollectionsById(engine)
+        day, period_start = stamp(config.spec.period, None)
+        rates = []
+        for _ in range(batches):
+            batch = [
+                LogReport(collection.id, config.config_hash, period_start, day, uuid4().hex, bits)
+                for _ in range(DEFAULT_BATCH)
+            ]
+            started = time.perf_counter()
+            result = fold_batch(writer, by_id, batch)
+            rates.append(result.written / (time.perf_counter() - started))
+        return {"batch": DEFAULT_BATCH, "rows_per_second": rates}
+    finally:
+        writer.close()
+        engine.dispose()
+
+
+def main() -> None:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=None, help="per wrk run (10; quick 3)")
+    parser.add_argument("--warmup", type=float, default=None, help="before each (2; quick 1)")
+    parser.add_argument("--rounds", type=int, default=None, help="A/B pairs (3; quick 1)")
+    parser.add_argument("--single-connections", type=int, default=16)
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--batch-connections", type=int, default=4)
+    parser.add_argument("--wrk-threads", type=int, default=1)
+    parser.add_argument("--postgres-url", default=POSTGRES_ADMIN_URL)
+    args = parser.parse_args()
+    args.seconds = args.seconds or sized(10.0, 3.0, 0.5, args)
+    args.warmup = args.warmup if args.warmup is not None else sized(2.0, 1.0, 0.2, args)
+    args.rounds = args.rounds or sized(3, 1, 1, args)
+    started = start_marker()
+    wrk = wrk_path()
+    if wrk is None or not Path(NATS).is_file():
+        sys.exit("log_mode: needs wrk (bench/setup_peers.sh) and nats-server")
+    loader = Loader(wrk, args)
+    out: dict[str, Any] = {"wrk": {"version": wrk_version(wrk)}, "single": []}
+    with (
+        tempfile.TemporaryDirectory(prefix="ldp-bench-nats-") as tmp,
+        nats_cluster(Path(tmp)) as (log_url, nats_pids),
+        postgres_database(args.postgres_url) as url,
+        ExitStack() as stack,
+    ):
+        tokens = ("bench-admin-" + os.urandom(8).hex(), "bench-analyst-" + os.urandom(8).hex())
+        direct = stack.enter_context(running_server(database_url=url, tokens=tokens))
+        os.environ["LDPCOLLECT_LOG_URL"] = log_url  # the next replica only
+        try:
+            logged = stack.enter_context(running_server(database_url=url, tokens=tokens))
+        finally:
+            del os.environ["LDPCOLLECT_LOG_URL"]
+        with LDPClient(direct.base_url, token=direct.admin_token) as admin:
+            direct_config = admin.create_collection(bench_spec("direct", "oue"))
+            log_config = admin.create_collection(bench_spec("logged", "oue"))
+        worker = fold_worker(url, log_url, Path(tmp) / "fold1.log")
+        try:
+            for round_ in range(args.rounds):
+                log(f"[log_mode] round {round_ + 1}: direct, then log")
+                a = loader.load([direct], direct_config, args.single_connections, 1)
+                nats_before = sum(cpu_seconds(pid) for pid in nats_pids)
+                b = loader.load([logged], log_config, args.single_connections, 1)
+                b["nats_cpu_seconds"] = sum(cpu_seconds(pid) for pid in nats_pids) - nats_before
+                b["nats_cpu_ms_per_request"] = 1e3 * b["nats_cpu_seconds"] / max(b["requests"], 1)
+                out["single"].append({"direct": a, "log": b})
+            out["batched_direct"] = loader.load(
+                [direct], direct_config, args.batch_connections, args.batch
+            )
+        finally:
+            stop_process(worker)
+        out["folded_while_loading"] = stored(url, "logged")
+        log(f"[log_mode] folded while loading: {out['folded_while_loading']}")
+        log((Path(tmp) / "fold1.log").read_text()[-1500:])
+        log("[log_mode] a backlog through the log replica, no fold worker running")
+        nats_before = sum(cpu_seconds(pid) for pid in nats_pids)
+        backlog = loader.load([logged], log_config, args.batch_connections, args.batch)
+        nats_cpu = sum(cpu_seconds(pid) for pid in nats_pids) - nats_before
+        backlog["nats_cpu_ms_per_report"] = 1e3 * nats_cpu / max(backlog["reports_answered_2xx"], 1)
+        out["backlog_published"] = backlog
+        out["fold"] = fold_rate(url, log_url, "logged", 600, Path(tmp) / "fold2.log", nats_pids)
+        with LDPClient(direct.base_url, token=direct.admin_token) as admin:
+            admin.create_collection(bench_spec("rows", "oue"))
+        out["database_rows"] = database_rows(url, "rows")
+        log(f"[log_mode] database alone, batches of {DEFAULT_BATCH}: {out['database_rows']}")
+        out["command_direct"] = " ".join(direct.command).replace(url, "<fresh PostgreSQL>")
+    out["_started"], out["_load_at_start"] = started["_started"], started["_load_at_start"]
+    emit("log_mode", out, args.quick, args.output)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""What each middleware layer costs a single-report upload (issue 23), in process.
+
+The aggregator's app (``create_app``, a temporary SQLite file) is called directly as an
+ASGI application, with no server and no socket, for ``POST /v1/collections/{name}/reports``
+carrying one fresh report. Each variant takes one user middleware out of the stack
+(``app.user_middleware``; Starlette rebuilds the stack), and a last variant answers the
+route with a no-op endpoint behind the full stack, so the route's own work (judging,
+decoding, the group-commit transaction) is seen beside the layers. Variants run in
+interleaved rounds (every variant once per round, in a shuffled order); the result is the
+median µs per request of each variant over the rounds, and its difference from the full
+stack: the cost of the layer taken out. Timings are wall time on a loaded machine: read
+the ranges over the rounds, not one number.
+
+    python bench/request_layers.py [--requests 400] [--rounds 7]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.middleware import Middleware
+from starlette.responses import Response
+from starlette.types import Message
+
+from _common import base_parser, emit, log, sized, start_marker
+from _server import oue16_spec, report_bodies
+from ldp_aggregator.app import create_app
+from ldp_aggregator.collections import create_collection
+from ldp_aggregator.settings import Settings
+from ldp_aggregator.storage.migrate import upgrade
+from ldp_shared.rand import seeded_rng
+from ldp_shared.wire import ReportBatch
+
+TEMPLATE = "/v1/collections/{name}/reports"
+ROUTE = TEMPLATE.format(name="ingest")
+
+
+def _scope(body: bytes) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": ROUTE,
+        "raw_path": ROUTE.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"127.0.0.1"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ],
+        "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", 8000),
+    }
+
+
+async def _call(app: FastAPI, body: bytes) -> int:
+    status = 0
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.sleep(3600)  # a client that stays connected
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = int(message["status"])
+
+    await app(_scope(body), receive, send)
+    return status
+
+
+def _with_stack(app: FastAPI, stack: list[Middleware]) -> None:
+    app.user_middleware = list(stack)
+    app.middleware_stack = None  # rebuilt on the next call
+
+
+async def _noop_endpoint(name: str, batch: ReportBatch) -> Response:
+    """The upload route's models and path, none of its work."""
+    return Response(b'{"accepted":1}', media_type="application/json")
+
+
+async def _cpu_us(app: FastAPI, bodies: list[bytes], concurrency: int = 1) -> float:
+    """Process CPU µs per request over ``bodies`` sent ``concurrency`` at a time."""
+    started = time.process_time()
+    for start in range(0, len(bodies), concurrency):
+        chunk = bodies[start : start + concurrency]
+        statuses = await asyncio.gather(*(_call(app, body) for body in chunk))
+        if any(status != 200 for status in statuses):
+            raise RuntimeError(f"an upload was answered {statuses}")
+    return (time.process_time() - started) / len(bodies) * 1e6
+
+
+async def measure(requests: int, rounds: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="ldp-layers-") as tmp:
+        url = f"sqlite:///{Path(tmp) / 'layers.db'}"
+        app = create_app(Settings(database_url=url, migrate_on_startup=False))
+        state = app.state.ldp
+        upgrade(state.engine)
+        config = create_collection(state.engine, oue16_spec("ingest")).config
+        full = list(app.user_middleware)
+        layers = [getattr(m.cls, "__name__", str(m.cls)) for m in full]
+        rng = seeded_rng(23)
+        # the real route, whole stack, 16 requests at a time (as wrk's 16 connections)
+        real_bodies = report_bodies(config, requests * (rounds + 1), 1, rng)
+        await _cpu_us(app, real_bodies[:requests], 16)  # warm-up: writer thread, caches
+        real = [
+            await _cpu_us(app, real_bodies[(r + 1) * requests : (r + 2) * requests], 16)
+            for r in range(rounds)
+        ]
+        reshuffler = getattr(app.state, "ldp_reshuffler", None)
+        if reshuffler is not None:
+            reshuffler.stop()
+        state.engine.dispose()
+    # the layers, around a no-op route with the upload's path and models
+    app.add_api_route(TEMPLATE, _noop_endpoint, methods=["POST"])
+    app.router.routes.insert(0, app.router.routes.pop())  # matched before the real route
+    variants: dict[str, list[Middleware]] = {"full stack": full}
+    for layer, name in zip(full, layers, strict=True):
+        variants[f"without {name}"] = [m for m in full if m is not layer]
+    variants["no user middleware"] = []
+    bodies = report_bodies(config, requests, 1, rng)
+    shuffle = random.Random(23)
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    _with_stack(app, full)
+    await _cpu_us(app, bodies)  # warm-up
+    for _ in range(rounds):
+        names = list(variants)
+        shuffle.shuffle(names)
+        for name in names:
+            _with_stack(app, variants[name])
+            samples[name].append(await _cpu_us(app, bodies))
+    base = statistics.median(samples["full stack"])
+    out: dict[str, Any] = {"requests_per_variant_round": requests, "rounds": rounds}
+    out["layers_outermost_first"] = layers
+    out["real_route_cpu_us_per_request_16_at_a_time"] = {
+        "median": round(statistics.median(real), 1),
+        "range": [round(min(real), 1), round(max(real), 1)],
+    }
+    out["noop_route_cpu_us_per_request"] = {
+        name: {
+            "median": round(statistics.median(values), 1),
+            "range": [round(min(values), 1), round(max(values), 1)],
+            "layer_cost": round(base - statistics.median(values), 1),
+        }
+        for name, values in samples.items()
+    }
+    return out
+
+
+def main() -> None:
+    """Run the measurement and write ``bench/results/request_layers.json``."""
+    parser = base_parser(__doc__)
+    parser.add_argument("--requests", type=int, default=400, help="per variant and round")
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    log("[request_layers] timing the middleware stack in process")
+    requests, rounds = sized((args.requests, args.rounds), (100, 3), (10, 1), args)
+    marker = start_marker()
+    result = {**marker, **asyncio.run(measure(requests, rounds))}
+    emit("request_layers", result, args.quick, args.output)
+
+
+if __name__ == "__main__":
+    main()

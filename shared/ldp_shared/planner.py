@@ -1,0 +1,200 @@
+"""The planner: which mechanism, how many people, and what error, before collecting.
+
+Pure: from an attribute (``domain_size`` values, numbers in ``[lo, hi]``, or an open
+domain) and ε, with either ``n`` reports or a target standard error (or interval width),
+it asks every registered spec class for its specs of that attribute
+(:meth:`AttributeSpec.plan_specs`) and each one's randomizer for its closed-form variance
+(:meth:`Randomizer.planned_variance`): ``Var = per_report/n + floor``. Then:
+
+* **at n**: ``SE = √Var(n)``, ranked by SE (then report size);
+* **for a target** ``s`` (or a width ``w``: ``s = w/(2 z)``): ``n = ⌈per_report/(s² − floor)⌉``,
+  ranked by n; a mechanism whose ``floor ≥ s²`` cannot reach it at any n;
+* **central ε** at that n if the reports are shuffled (:mod:`ldp_shared.shuffling`), for a
+  pure ε-LDP mechanism (the numerical bound where its sum is small enough to answer
+  quickly, :data:`PLANNER_CELLS`, else the closed form);
+* **heavy-hitter threshold** of a frequency mechanism: the least frequency ``f`` that a
+  one-sided test at level ``α/d`` against 0 finds with probability ``1 − β``,
+  ``(z_{1−α/d} + z_{1−β})·SE₀`` (normal approximation; α = 0.05, β = 0.1, ``d`` the
+  domain size, 1 for an open domain: one value named in advance).
+
+A query no mechanism meets raises :class:`InfeasiblePlanError`; a malformed one
+:class:`InvalidQueryError`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+
+from ldp_shared.errors import ConfigurationError, InfeasiblePlanError, InvalidQueryError
+from ldp_shared.mechanisms import registry
+from ldp_shared.mechanisms.base import AttributeSpec, PlannedVariance, Randomizer
+from ldp_shared.plan_wire import AttributeKind, Plan, PlanEntry
+from ldp_shared.shuffling import CentralGuarantee, central_epsilon
+
+FALSE_DISCOVERY = 0.05
+"""α of the heavy-hitter threshold (split over the d values)."""
+MISS = 0.1
+"""β of the heavy-hitter threshold: a value at the threshold is missed this often."""
+PLANNER_CELLS = 8_000_000
+"""Window of the numerical shuffle bound the planner sums per mechanism (about 0.5 s);
+beyond it the central ε is the closed form, still a valid bound."""
+MAX_REPORTS = 10**12
+"""The largest n the planner states; a target that needs more is unreachable."""
+_N01 = NormalDist()
+
+
+@dataclass(frozen=True)
+class PlannedMechanism:
+    """A registered mechanism built for the planner's attribute at the query's ε."""
+
+    name: str
+    spec: AttributeSpec
+    randomizer: Randomizer
+    variance: PlannedVariance
+
+
+def _kind(domain_size: int | None, lo: float | None, hi: float | None) -> AttributeKind:
+    if domain_size is not None:
+        if lo is not None or hi is not None:
+            raise InvalidQueryError("give either domain_size or lo and hi, not both")
+        if isinstance(domain_size, bool) or domain_size < 2:
+            raise InvalidQueryError(f"domain_size must be at least 2, got {domain_size}")
+        return "categorical"
+    if (lo is None) != (hi is None):
+        raise InvalidQueryError("a numeric attribute needs both lo and hi")
+    if lo is not None and hi is not None:
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise InvalidQueryError(f"bounds must be finite with lo < hi, got [{lo}, {hi}]")
+        return "numeric"
+    return "open"
+
+
+def planned_mechanisms(
+    domain_size: int | None, lo: float | None, hi: float | None, epsilon: float
+) -> tuple[list[PlannedMechanism], list[str]]:
+    """The registered mechanisms that plan this attribute at ε, and the names of those
+    that do not (no spec for it, no closed-form variance, or ε outside their range)."""
+    planned: list[PlannedMechanism] = []
+    skipped: list[str] = []
+    for spec_class in registry.registered_classes():
+        specs = spec_class.plan_specs(domain_size, lo, hi) if spec_class.takes_budget else []
+        built = {spec.mechanism: spec for spec in specs}
+        for name in spec_class.mechanism_literals():
+            spec = built.get(name)
+            try:
+                randomizer = None if spec is None else spec.randomizer(epsilon)
+            except ConfigurationError:
+                randomizer = None
+            variance = None if randomizer is None else randomizer.planned_variance()
+            if spec is None or randomizer is None or variance is None:
+                skipped.append(name)
+            else:
+                planned.append(PlannedMechanism(name, spec, randomizer, variance))
+    return planned, sorted(skipped)
+
+
+@functools.lru_cache(maxsize=256)
+def _central(epsilon0: float, n: int, delta: float) -> CentralGuarantee:
+    return central_epsilon(epsilon0, n, delta, max_cells=PLANNER_CELLS)
+
+
+def heavy_hitter_threshold(stderr_at_zero: float, values: int) -> float:
+    """``(z_{1−α/d} + z_{1−β})·SE₀``, at most 1 (the module docstring)."""
+    z_test = _N01.inv_cdf(1.0 - FALSE_DISCOVERY / values)
+    z_power = _N01.inv_cdf(1.0 - MISS)
+    return min(1.0, (z_test + z_power) * stderr_at_zero)
+
+
+def _entry(m: PlannedMechanism, n: int, z: float, delta: float, values: int) -> PlanEntry:
+    se = math.sqrt(m.variance.variance(n))
+    pure = m.randomizer.delta == 0.0 and math.isfinite(m.randomizer.exact_epsilon)
+    central = _central(m.randomizer.exact_epsilon, n, delta) if pure else None
+    frequencies = m.spec.released_as == "frequencies"
+    return PlanEntry(
+        mechanism=m.name,
+        released_as=m.spec.released_as,
+        n=n,
+        stderr=se,
+        interval_width=2.0 * z * se,
+        report_bytes=m.randomizer.segment.byte_length,
+        central_epsilon=None if central is None else central.epsilon,
+        central_epsilon_closed_form=None if central is None else central.epsilon_closed_form,
+        heavy_hitter_threshold=heavy_hitter_threshold(se, values) if frequencies else None,
+    )
+
+
+def plan(
+    *,
+    epsilon: float,
+    domain_size: int | None = None,
+    lo: float | None = None,
+    hi: float | None = None,
+    n: int | None = None,
+    target_stderr: float | None = None,
+    target_width: float | None = None,
+    delta: float = 1e-6,
+    confidence: float = 0.95,
+) -> Plan:
+    """Every mechanism that plans the attribute, best first (the module docstring)."""
+    kind = _kind(domain_size, lo, hi)
+    if not (math.isfinite(epsilon) and epsilon > 0.0):
+        raise InvalidQueryError(f"epsilon must be a positive number, got {epsilon}")
+    if not 0.0 < delta < 1.0:
+        raise InvalidQueryError(f"delta must be in (0, 1), got {delta}")
+    if not 0.0 < confidence < 1.0:
+        raise InvalidQueryError(f"confidence must be in (0, 1), got {confidence}")
+    given = [x is not None for x in (n, target_stderr, target_width)]
+    if sum(given) != 1:
+        raise InvalidQueryError("give exactly one of n, target_stderr and target_width")
+    z = _N01.inv_cdf(0.5 + confidence / 2.0)
+    if target_width is not None:
+        if not (math.isfinite(target_width) and target_width > 0.0):
+            raise InvalidQueryError(f"target_width must be positive, got {target_width}")
+        target_stderr = target_width / (2.0 * z)
+    if target_stderr is not None and not (math.isfinite(target_stderr) and target_stderr > 0):
+        raise InvalidQueryError(f"target_stderr must be positive, got {target_stderr}")
+    if n is not None and (isinstance(n, bool) or not 1 <= n <= MAX_REPORTS):
+        raise InvalidQueryError(f"n must be a whole number from 1 to {MAX_REPORTS}, got {n}")
+
+    planned, skipped = planned_mechanisms(domain_size, lo, hi, epsilon)
+    if not planned:
+        raise InfeasiblePlanError(
+            f"no registered mechanism plans a {kind} attribute at epsilon {epsilon:g}"
+        )
+    values = domain_size if domain_size is not None else 1
+    entries: list[PlanEntry] = []
+    unreachable: list[str] = []
+    for m in planned:
+        if target_stderr is None:
+            assert n is not None
+            entries.append(_entry(m, n, z, delta, values))
+            continue
+        room = target_stderr**2 - m.variance.floor
+        needed = math.ceil(m.variance.per_report / room) if room > 0 else MAX_REPORTS + 1
+        if needed > MAX_REPORTS:
+            unreachable.append(m.name)
+        else:
+            entries.append(_entry(m, max(1, needed), z, delta, values))
+    if not entries:
+        raise InfeasiblePlanError(
+            f"no mechanism reaches a standard error of {target_stderr:g} at epsilon"
+            f" {epsilon:g} with at most {MAX_REPORTS:.0e} reports; raise epsilon or the target"
+        )
+    entries.sort(key=lambda e: (e.n, e.stderr, e.report_bytes, e.mechanism))
+    return Plan(
+        kind=kind,
+        domain_size=domain_size,
+        lo=lo,
+        hi=hi,
+        epsilon=epsilon,
+        n=n,
+        target_stderr=target_stderr,
+        delta=delta,
+        confidence=confidence,
+        mechanisms=entries,
+        unreachable=sorted(unreachable),
+        not_planned=skipped,
+    )

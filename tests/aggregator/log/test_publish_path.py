@@ -1,0 +1,109 @@
+"""Log mode's paths that need no cluster: the open-collection check an ingest replica
+remembers for a second (never a refusal), the acknowledgements it accepts, and what a
+stopping fold worker does with a batch it fetched."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+import pytest
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from nats.js.api import PubAck
+
+from ldp_aggregator.ingest_log import publisher as publisher_module
+from ldp_aggregator.ingest_log.fold import _give_back
+from ldp_aggregator.ingest_log.publisher import LogPublisher, LogUnavailableError
+from ldp_aggregator.ingest_log.stream import LogSettings
+from ldp_aggregator.storage.collections import StoredCollection
+from ldp_shared.errors import CollectionClosedError
+
+
+class FakeCollection:
+    def __init__(self, collection_id: int) -> None:
+        self.id = collection_id
+
+
+def offline_publisher() -> LogPublisher:
+    settings = LogSettings(servers=("nats://127.0.0.1:1",))
+    return LogPublisher(settings, cast(Client, None), cast(JetStreamContext, None))
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every read of a collection's row the publisher makes (collection ids); collection
+    2 is closed, the others open."""
+    made: list[int] = []
+
+    def check(engine: Any, collection: FakeCollection) -> None:
+        made.append(collection.id)
+        if collection.id == 2:
+            raise CollectionClosedError("closed")
+
+    monkeypatch.setattr(publisher_module, "check_takes_reports", check)
+    return made
+
+
+def check(publisher: LogPublisher, collection_id: int) -> None:
+    collection = cast(StoredCollection, FakeCollection(collection_id))
+    asyncio.run(publisher.check_takes_reports(cast(Any, None), collection))
+
+
+def test_an_open_collection_is_read_once_a_second(
+    reads: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    publisher = offline_publisher()
+    now = [1000.0]
+    monkeypatch.setattr(publisher_module, "monotonic", lambda: now[0])
+    for _ in range(5):
+        check(publisher, 1)
+    check(publisher, 3)
+    assert reads == [1, 3]
+    now[0] += publisher_module.OPEN_RECHECK_SECONDS + 0.01
+    check(publisher, 1)
+    assert reads == [1, 3, 1]
+
+
+def test_a_refusal_is_never_remembered(reads: list[int]) -> None:
+    publisher = offline_publisher()
+    for _ in range(3):
+        with pytest.raises(CollectionClosedError):
+            check(publisher, 2)
+    assert reads == [2, 2, 2]
+
+
+def test_only_this_streams_acknowledgement_counts() -> None:
+    publisher = offline_publisher()
+    ours = PubAck(stream=publisher.settings.stream, seq=7, duplicate=True)
+    assert publisher._ack_or_raise(ours) is ours
+    with pytest.raises(LogUnavailableError):
+        publisher._ack_or_raise(PubAck(stream="SOMEONE_ELSES", seq=7))
+    with pytest.raises(TimeoutError):  # a failed publish fails the request
+        publisher._ack_or_raise(TimeoutError())
+
+
+class FakeMessage:
+    def __init__(self) -> None:
+        self.naked = False
+
+    async def nak(self) -> None:
+        self.naked = True
+
+
+def test_a_stopping_fold_worker_gives_its_fetched_batch_back() -> None:
+    """Fetched but not written: negatively acknowledged at once; a fetch still under
+    way is cancelled (its messages come back after ack_wait)."""
+
+    async def stop_with(done: bool) -> tuple[list[FakeMessage], asyncio.Future[Any]]:
+        messages = [FakeMessage(), FakeMessage()]
+        fetching: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if done:
+            fetching.set_result(messages)
+        await _give_back(fetching)
+        return messages, fetching
+
+    messages, fetching = asyncio.run(stop_with(True))
+    assert [m.naked for m in messages] == [True, True]
+    messages, fetching = asyncio.run(stop_with(False))
+    assert fetching.cancelled() and not any(m.naked for m in messages)

@@ -1,0 +1,55 @@
+"""``GET /v1/plan``: the planner over HTTP, public, with 422 problem documents."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from tests.aggregator.conftest import problem
+
+from ldp_shared.plan_wire import Plan
+from ldp_shared.planner import plan
+
+
+def test_plan_answers_the_pure_planner_without_a_token(client: TestClient) -> None:
+    response = client.get("/v1/plan", params={"domain_size": 64, "epsilon": 2, "n": 50_000})
+    assert response.status_code == 200, response.text
+    answered = Plan.model_validate(response.json())
+    assert answered == plan(epsilon=2.0, domain_size=64, n=50_000)
+    assert answered.mechanisms[0].stderr <= answered.mechanisms[-1].stderr
+
+
+def test_target_query_for_a_numeric_attribute(client: TestClient) -> None:
+    params = {"lo": 0, "hi": 10, "epsilon": 1, "target_width": 0.5}
+    response = client.get("/v1/plan", params=params)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["n"] is None and body["kind"] == "numeric"
+    assert all(entry["interval_width"] <= 0.5 for entry in body["mechanisms"])
+
+
+def test_impossible_target_is_an_infeasible_plan_problem(client: TestClient) -> None:
+    params = {"lo": 0, "hi": 1, "epsilon": 1, "target_stderr": 1e-9}
+    detail = problem(client.get("/v1/plan", params=params), 422, "infeasible-plan")
+    assert "raise epsilon" in detail
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"domain_size": 8, "epsilon": -1, "n": 10},
+        {"domain_size": 8, "epsilon": "inf", "n": 10},
+        {"domain_size": 8, "epsilon": 1},
+        {"domain_size": 8, "epsilon": 1, "n": 10, "target_stderr": 0.1},
+        {"lo": 0, "epsilon": 1, "n": 10},
+    ],
+)
+def test_malformed_query_is_an_invalid_query_problem(
+    client: TestClient, params: dict[str, object]
+) -> None:
+    problem(client.get("/v1/plan", params=params), 422, "invalid-query")
+
+
+def test_missing_epsilon_is_a_validation_problem(client: TestClient) -> None:
+    response = client.get("/v1/plan", params={"domain_size": 8, "n": 10})
+    assert response.status_code == 422
+    assert response.headers["content-type"].startswith("application/problem+json")

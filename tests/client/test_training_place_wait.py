@@ -1,0 +1,97 @@
+"""A device waits for a place at a round boundary (#24 item 9): ``participate`` asks
+again after each ``Retry-After`` until its ``place_deadline``, then raises
+``RateLimitedError`` with nothing spent. The SDK speaks to the real aggregator app
+through an ``httpx.MockTransport`` bridge."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from tests.aggregator.conftest import ADMIN, ADMIN_TOKEN, ANALYST, ANALYST_TOKEN, spec_payload
+from tests.aggregator.training_helpers import answer, ask, jobs_path, records, spec
+from tests.engines import database_url
+
+from ldp_aggregator.app import create_app
+from ldp_aggregator.settings import Settings
+from ldp_client import LDPClient
+from ldp_shared.errors import RateLimitedError
+from ldp_shared.rand import seeded_rng
+from ldp_shared.training_wire import Participation
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[TestClient]:
+    settings = Settings(
+        database_url=database_url(tmp_path / "ldp.db"),
+        admin_token=ADMIN_TOKEN,
+        analyst_token=ANALYST_TOKEN,
+    )
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        response = client.post("/v1/collections", json=spec_payload(name="train"), headers=ADMIN)
+        assert response.status_code == 201, response.text
+        yield client
+
+
+def sdk(app: TestClient, asks: list[int]) -> LDPClient:
+    """An SDK client (no retries of its own) whose requests the app answers; ``asks``
+    collects the status of every ``POST .../participations``."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        answered = app.request(
+            request.method, request.url.path, content=request.content, headers=request.headers
+        )
+        if request.method == "POST" and request.url.path.endswith("/participations"):
+            asks.append(answered.status_code)
+        return httpx.Response(
+            answered.status_code, headers=answered.headers, content=answered.content
+        )
+
+    return LDPClient("http://aggregator", retries=0, transport=httpx.MockTransport(handle))
+
+
+def full_round(app: TestClient) -> tuple[str, list[Participation]]:
+    """A job whose 20 places of round 0 are all held (for 600 s)."""
+    response = app.post(jobs_path(), json=spec(participation_seconds=600), headers=ANALYST)
+    job_id = str(response.json()["id"])
+    return job_id, [ask(app, job_id) for _ in range(20)]
+
+
+def test_a_device_waits_out_a_round_boundary(
+    app: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id, held = full_round(app)
+    rng = seeded_rng(3)
+    slept: list[float] = []
+
+    def boundary_passes(seconds: float) -> None:
+        """While the device waits, the holders answer and round 0 closes."""
+        slept.append(seconds)
+        if len(slept) == 2:
+            for participation, record in zip(held, records(20, seed=4), strict=True):
+                assert answer(app, participation, record, rng).status_code == 200
+
+    monkeypatch.setattr("ldp_client.training_methods.time.sleep", boundary_passes)
+    asks: list[int] = []
+    with sdk(app, asks) as device:
+        result = device.participate("train", job_id, records(1, seed=9)[0])
+    assert result.round == 1  # a place of the round that opened while it waited
+    assert asks == [429, 429, 201] and slept == [1.0, 1.0]  # the server's Retry-After
+
+
+def test_past_its_deadline_a_device_raises_rate_limited(app: TestClient) -> None:
+    job_id, _ = full_round(app)
+    asks: list[int] = []
+    started = time.monotonic()
+    with sdk(app, asks) as device, pytest.raises(RateLimitedError) as info:
+        device.participate("train", job_id, records(1, seed=9)[0], place_deadline=2.5)
+    assert "no place in training job" in str(info.value) and "within 2.5 s" in str(info.value)
+    # it asked at 0, 1 and 2 s (Retry-After: 1) and stopped before 2.5 + 1 s
+    assert asks == [429, 429, 429] and 2.0 <= time.monotonic() - started < 3.5
+    # nothing was spent: the round still has exactly its 20 held places, no report
+    job = app.get(f"{jobs_path()}/{job_id}", headers=ANALYST).json()
+    assert job["round"] == 0 and job["curve"] == []
