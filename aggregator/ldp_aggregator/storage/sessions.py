@@ -10,7 +10,7 @@ Signing out deletes the row. Replicas sharing a database share the sessions.
 An id is not a bearer token (the API compares bearer tokens with the configured digests
 only) and a bearer token is not an id (no row holds its hash as an id).
 
-Migration 0011 creates the table.
+Migration 0010 creates the table.
 """
 
 from __future__ import annotations

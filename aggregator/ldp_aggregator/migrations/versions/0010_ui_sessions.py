@@ -5,7 +5,7 @@ SHA-256 of the bearer token that signed in and when the session ends. The sessio
 carried the bearer token itself before; such cookies open nothing after this upgrade
 (their holders sign in again).
 
-Revision ID: 0011
+Revision ID: 0010
 Revises: 0009
 Create Date: 2026-11-27
 """
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0011"
+revision: str = "0010"
 down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
