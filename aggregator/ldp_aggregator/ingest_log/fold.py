@@ -6,7 +6,9 @@ transaction through :meth:`~ldp_aggregator.writer.ReportWriter.write_together`, 
 direct mode's writer: the reports are inserted skipping stored ids, in key order (the
 ids are random, so the rows keep no log order), and the statistics delta is computed
 from the rows really inserted only (:func:`~ldp_aggregator.storage.stats.statistics_of`).
-Only after the commit are the messages acknowledged. A worker killed between commit
+Only after the commit are the messages acknowledged (explicitly, each: the ``all``
+policy would let one worker acknowledge another's uncommitted batch). The next batch is
+fetched while the database writes this one. A worker killed between commit
 and acknowledgement has its batch redelivered after the consumer's ``ack_wait``; the
 database then skips every id, and nothing is counted twice. For the same reason a
 report retried after the stream's deduplication window is counted once here.
