@@ -36,6 +36,8 @@ PAIRS = [
     (PACKAGE / "trend_methods_async.py", PACKAGE / "trend_methods.py"),
     (PACKAGE / "list_methods_async.py", PACKAGE / "list_methods.py"),
     (PACKAGE / "plan_methods_async.py", PACKAGE / "plan_methods.py"),
+    (PACKAGE / "shuffled_methods_async.py", PACKAGE / "shuffled_methods.py"),
+    (PACKAGE / "naive_bayes_methods_async.py", PACKAGE / "naive_bayes_methods.py"),
 ]
 """(asynchronous source, generated synchronous module)."""
 
@@ -72,6 +74,10 @@ SUBSTITUTIONS: list[tuple[str, str]] = [
     (r"\blist_methods_async\b", "list_methods"),
     (r"\bAsyncPlanMethods\b", "PlanMethods"),
     (r"\bplan_methods_async\b", "plan_methods"),
+    (r"\bAsyncShuffledMethods\b", "ShuffledMethods"),
+    (r"\bshuffled_methods_async\b", "shuffled_methods"),
+    (r"\bAsyncNaiveBayesMethods\b", "NaiveBayesMethods"),
+    (r"\bnaive_bayes_methods_async\b", "naive_bayes_methods"),
     (r"\bAsyncIterator\b", "Iterator"),
     (r"\bAsyncBaseTransport\b", "BaseTransport"),
     (r"\bAsyncClient\b", "Client"),

@@ -24,7 +24,6 @@ from ldp_client import (
     configs,
     estimate_calls,
     lifecycle,
-    naive_bayes,
     protocol,
     sealed,
 )
@@ -35,10 +34,12 @@ from ldp_client.itemset_methods_async import AsyncItemsetMethods
 from ldp_client.knn_methods_async import AsyncKnnMethods
 from ldp_client.ledger import Ledger
 from ldp_client.list_methods_async import AsyncListMethods
+from ldp_client.naive_bayes_methods_async import AsyncNaiveBayesMethods
 from ldp_client.plan_methods_async import AsyncPlanMethods
 from ldp_client.policy import DevicePolicy
 from ldp_client.protocol import ApiCall, Outcome, PostProcess, Success
 from ldp_client.settings import Settings
+from ldp_client.shuffled_methods_async import AsyncShuffledMethods
 from ldp_client.training_methods_async import AsyncTrainingMethods
 from ldp_client.trend_methods_async import AsyncTrendMethods
 from ldp_shared.codec import Columns, Record
@@ -48,13 +49,9 @@ from ldp_shared.lifecycle_wire import CollectionStatus
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire import (
     BatchResult,
-    CategoricalNBExport,
-    CountRepair,
     FrequencyResult,
     HeavyHittersResult,
     MeanResult,
-    NaiveBayesModel,
-    NaiveBayesPredictions,
     QuantileResult,
     Report,
 )
@@ -65,12 +62,14 @@ T = TypeVar("T")
 
 
 class AsyncLDPClient(
+    AsyncNaiveBayesMethods,
     AsyncItemsetMethods,
     AsyncTrainingMethods,
     AsyncKnnMethods,
     AsyncTrendMethods,
     AsyncListMethods,
     AsyncPlanMethods,
+    AsyncShuffledMethods,
 ):
     """Talks to one aggregator over HTTP; every method that does I/O is asynchronous.
 
@@ -291,43 +290,6 @@ class AsyncLDPClient(
         call = estimate_calls.quantiles_call(name, attribute, q, confidence, window)
         return await self._call(call)
 
-    # ------------------------------------------------------------------ naive Bayes
-
-    async def train_naive_bayes(
-        self,
-        name: str,
-        *,
-        alpha: float = 1.0,
-        repair: CountRepair = "posterior-mean",
-        confidence: float = 0.95,
-    ) -> NaiveBayesModel:
-        """Train a naive Bayes model of a label collection and store it (analyst token).
-
-        Trained from the collection's sufficient statistics only (Yilmaz et al. 2019);
-        returns priors, conditional probability tables, the raw joint counts with their
-        standard errors and the smoothing applied. Raises
-        :class:`~ldp_shared.errors.InsufficientReportsError` below the release minimum.
-        """
-        call = naive_bayes.train_naive_bayes_call(name, alpha, repair, confidence)
-        return await self._call(call)
-
-    async def get_naive_bayes(self, name: str, model_id: str) -> NaiveBayesModel:
-        """A stored naive Bayes model (analyst token)."""
-        return await self._call(naive_bayes.get_naive_bayes_call(name, model_id))
-
-    async def predict_naive_bayes(
-        self, name: str, model_id: str, records: Sequence[Mapping[str, Any]]
-    ) -> NaiveBayesPredictions:
-        """Classify records (the analyst's own, sent in the clear, never stored) with a model."""
-        return await self._call(naive_bayes.predict_naive_bayes_call(name, model_id, records))
-
-    async def export_naive_bayes(self, name: str, model_id: str) -> CategoricalNBExport:
-        """A model as the attributes of scikit-learn's ``CategoricalNB`` (analyst token).
-
-        ``ldp_shared.analyses.naive_bayes.to_categorical_nb`` turns it into a fitted estimator.
-        """
-        return await self._call(naive_bayes.export_naive_bayes_call(name, model_id))
-
     # ------------------------------------------------------------------ reports
 
     async def privatize(self, name: str, record: Record) -> Report:
@@ -376,31 +338,6 @@ class AsyncLDPClient(
             if progress is not None:
                 progress(len(batch))
         return plan.result()
-
-    async def submit_shuffled(
-        self,
-        name: str,
-        reports: Sequence[Report],
-        *,
-        shuffler_url: str,
-        batch_size: int = sealed.MAX_SEALED_PER_REQUEST,
-    ) -> int:
-        """Seal already perturbed reports of a shuffled collection to the aggregator's
-        key and send them to the shuffler at ``shuffler_url``; how many it acknowledged.
-
-        The key is fetched from the aggregator and checked against the config this
-        client verified (docs/shuffler.md). The shuffler answers for holding the blobs
-        only: the aggregator judges the reports when a batch reaches it.
-        """
-        batching.check_batch_size(batch_size)
-        config = await self.get_config(name)
-        key = await self._call(sealed.sealing_key_call(name, config.config_hash))
-        blobs = sealed.seal_reports(config, key, reports)
-        held = 0
-        for start in range(0, len(blobs), batch_size):
-            chunk = blobs[start : start + batch_size]
-            held += await self._call(sealed.sealed_upload_call(shuffler_url, name, chunk))
-        return held
 
     async def submit(
         self,

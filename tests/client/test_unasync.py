@@ -62,8 +62,9 @@ def test_the_generated_module_is_marked_and_has_no_async_left():
     for token in ("async ", "await ", "asyncio", "AsyncLDPClient", "aclose", "__aenter__"):
         assert token not in generated, token
     assert (
-        "class LDPClient(\n    ItemsetMethods,\n    TrainingMethods,\n    KnnMethods,\n"
-        "    TrendMethods,\n    ListMethods,\n    PlanMethods,\n):" in generated
+        "class LDPClient(\n    NaiveBayesMethods,\n    ItemsetMethods,\n    TrainingMethods,\n"
+        "    KnnMethods,\n    TrendMethods,\n    ListMethods,\n    PlanMethods,\n"
+        "    ShuffledMethods,\n):" in generated
     )
     assert "def close(self) -> None:" in generated
     methods = load_script().unasync(
@@ -97,6 +98,18 @@ def test_the_generated_module_is_marked_and_has_no_async_left():
     for token in ("async ", "await ", "asyncio", "AsyncPlanMethods"):
         assert token not in plans, token
     assert "class PlanMethods:" in plans
+    shuffled = load_script().unasync(
+        (PACKAGE / "shuffled_methods_async.py").read_text(), "shuffled_methods_async.py"
+    )
+    for token in ("async ", "await ", "asyncio", "AsyncShuffledMethods"):
+        assert token not in shuffled, token
+    assert "class ShuffledMethods:" in shuffled
+    bayes = load_script().unasync(
+        (PACKAGE / "naive_bayes_methods_async.py").read_text(), "naive_bayes_methods_async.py"
+    )
+    for token in ("async ", "await ", "asyncio", "AsyncNaiveBayesMethods"):
+        assert token not in bayes, token
+    assert "class NaiveBayesMethods:" in bayes
 
 
 def test_every_pair_is_checked():
@@ -110,5 +123,7 @@ def test_every_pair_is_checked():
         ("trend_methods_async.py", "trend_methods.py"),
         ("list_methods_async.py", "list_methods.py"),
         ("plan_methods_async.py", "plan_methods.py"),
+        ("shuffled_methods_async.py", "shuffled_methods.py"),
+        ("naive_bayes_methods_async.py", "naive_bayes_methods.py"),
     ]
     assert all(s.exists() and t.exists() for s, t in pairs)
