@@ -13,7 +13,7 @@ from ldp_aggregator.deps import AppState
 from ldp_aggregator.media_types import require_json_media_type
 from ldp_aggregator.metrics import Metrics, count_database_errors
 from ldp_aggregator.openapi import document_truthfully
-from ldp_aggregator.problems import UnexpectedErrorMiddleware, install_problem_handlers
+from ldp_aggregator.problems import install_problem_handlers
 from ldp_aggregator.rate_limits import UploadLimits
 from ldp_aggregator.request_guard import RequestGuardMiddleware
 from ldp_aggregator.routes import analyses, collections, health, models, reports
@@ -114,9 +114,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(shuffled_routes.router)
     install_dashboard(app)
     # one layer does metrics, the body limit and the last-resort 500 (issue 23: each
-    # pure-ASGI layer costs every request); it replaces the 500 layer of the problems
-    replaced: object = UnexpectedErrorMiddleware
-    app.user_middleware = [m for m in app.user_middleware if m.cls is not replaced]
+    # pure-ASGI layer costs every request)
     app.add_middleware(
         RequestGuardMiddleware, metrics=state.metrics, max_body_bytes=kept.max_body_bytes
     )

@@ -21,7 +21,6 @@ from pydantic import BaseModel
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ldp_shared.errors import (
     AuthenticationError,
@@ -291,7 +290,9 @@ async def _on_database_unavailable(_request: Request, exc: Exception) -> JSONRes
     return error_response(TransportError, "the database is unavailable; retry later")
 
 
-def _internal_error(method: str, path: str, exc: BaseException) -> JSONResponse:
+def internal_error(method: str, path: str, exc: BaseException) -> JSONResponse:
+    """The 500 problem document of an error no handler took, logged with an id that its
+    ``detail`` repeats."""
     error_id = secrets.token_hex(8)
     logger.error("unhandled error %s on %s %s", error_id, method, path, exc_info=exc)
     return problem_response(
@@ -303,53 +304,23 @@ def _internal_error(method: str, path: str, exc: BaseException) -> JSONResponse:
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-    return _internal_error(request.method, request.url.path, exc)
-
-
-class UnexpectedErrorMiddleware:
-    """Turns an exception no handler took into a 500 problem document, and keeps the
-    connection.
-
-    Starlette hands a catch-all ``Exception`` handler to its outermost middleware, which
-    answers and then re-raises, so the server drops the keep-alive connection without a
-    ``Connection: close`` and the client's next request on it fails. Installed inside the
-    other middlewares, this answers without re-raising; the error is logged with an id
-    that the problem's ``detail`` repeats. An error after the answer has started cannot
-    be answered and is re-raised.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, receive, tracking_send)
-        except Exception as exc:
-            if started:
-                raise
-            response = _internal_error(scope.get("method", ""), scope.get("path", ""), exc)
-            await response(scope, receive, send)
+    return internal_error(request.method, request.url.path, exc)
 
 
 def install_problem_handlers(app: FastAPI) -> None:
-    """Answer every error of ``app`` with a problem document."""
+    """Answer every error of ``app`` with a problem document.
+
+    The ``Exception`` handler below is what Starlette's outermost middleware calls, and
+    that middleware re-raises after answering, so the server drops the keep-alive
+    connection without a ``Connection: close`` and the client's next request on it
+    fails. The app therefore answers such errors earlier, inside its one middleware
+    (:class:`~ldp_aggregator.request_guard.RequestGuardMiddleware`, with
+    :func:`internal_error`), without re-raising."""
     app.add_exception_handler(LDPError, _on_ldp_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_exception)
     app.add_exception_handler(OperationalError, _on_database_unavailable)
     app.add_exception_handler(Exception, _on_unexpected)
-    app.add_middleware(UnexpectedErrorMiddleware)  # innermost: added before the others
 
 
 def _problem_entry(description: str) -> dict[str, Any]:

@@ -13,8 +13,8 @@ measures each layer's CPU per request), in this order, outermost first:
 3. **unexpected errors**: an exception that no handler of the app took is answered with
    a ``500`` problem document, logged with an id that its ``detail`` repeats, without
    re-raising, so the keep-alive connection stays usable (the reason is given in
-   :class:`~ldp_aggregator.problems.UnexpectedErrorMiddleware`, which this replaces in
-   the app). An error after the answer has started cannot be answered and is re-raised.
+   :func:`~ldp_aggregator.problems.install_problem_handlers`). An error after the answer
+   has started cannot be answered and is re-raised.
 
 Security headers are not set here: the dashboard's pages set theirs, and API answers are
 JSON problem documents or JSON bodies.
@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ldp_aggregator.limits import Refusal, read_limited_body, refusal_response, replaying
 from ldp_aggregator.metrics import UNMATCHED_ROUTE, Metrics
-from ldp_aggregator.problems import _internal_error as internal_error_response
+from ldp_aggregator.problems import internal_error
 
 
 class RequestGuardMiddleware:
@@ -67,7 +67,7 @@ class RequestGuardMiddleware:
                     if answering:
                         raise
                     method, path = str(scope.get("method", "")), str(scope.get("path", ""))
-                    answer = internal_error_response(method, path, exc)
+                    answer = internal_error(method, path, exc)
                     await answer(scope, receive, observe)
         finally:
             template = getattr(scope.get("route"), "path", None)

@@ -12,7 +12,6 @@ from tests.aggregator.test_limits import Recorder, run
 
 from ldp_aggregator.app import create_app
 from ldp_aggregator.metrics import Metrics
-from ldp_aggregator.problems import UnexpectedErrorMiddleware
 from ldp_aggregator.request_guard import RequestGuardMiddleware
 from ldp_aggregator.settings import Settings
 
@@ -100,7 +99,6 @@ def test_a_client_gone_before_its_body_ended_reaches_nothing() -> None:
 def test_the_app_has_one_user_middleware_and_no_separate_500_layer(settings: Settings) -> None:
     layers = [m.cls for m in create_app(settings).user_middleware]
     assert layers == [RequestGuardMiddleware]
-    assert UnexpectedErrorMiddleware not in layers
 
 
 def test_a_limit_must_be_positive() -> None:
