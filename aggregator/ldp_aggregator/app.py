@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import secrets
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 
@@ -45,12 +46,16 @@ def _version() -> str:
         return "0.0.0"
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, *, randbelow: Callable[[int], int] = secrets.randbelow
+) -> FastAPI:
     """Build an aggregator app: engine, token digests, metrics, upload limits and routes.
 
-    Nothing is shared between apps. At startup (lifespan) the database schema is
-    brought to the newest revision unless ``settings.migrate_on_startup`` is off; at
-    shutdown the engine's connections are closed.
+    ``randbelow`` is the source of the server's own draws (:attr:`AppState.randbelow`):
+    the CSPRNG by default, a seeded one in tests. Nothing is shared between apps. At
+    startup (lifespan) the database schema is brought to the newest revision unless
+    ``settings.migrate_on_startup`` is off; at shutdown the engine's connections are
+    closed.
     """
     given = settings if settings is not None else Settings()
     kept = given.without_plain_tokens()  # only the digests stay in memory
@@ -67,6 +72,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             kept.upload_rate_per_address,
             kept.upload_burst_per_address,
         ),
+        randbelow=randbelow,
     )
 
     @asynccontextmanager

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from fastapi import Request
 from sqlalchemy import Engine
@@ -23,6 +25,9 @@ class AppState:
     collections: CollectionCache
     metrics: Metrics
     upload_limits: UploadLimits
+    randbelow: Callable[[int], int] = field(default=secrets.randbelow)
+    """The server's own draws (a training place's role): ``randbelow(n)`` is uniform on
+    ``0..n-1``; the operating system's CSPRNG unless a test injects a seeded one."""
 
 
 def app_state(request: Request) -> AppState:

@@ -22,6 +22,7 @@ import logging
 import math
 import secrets
 import time
+from collections.abc import Callable
 
 import numpy as np
 from sqlalchemy import Connection, Engine, update
@@ -91,7 +92,12 @@ def _lock(connection: Connection, job_id: str) -> None:
 
 
 def issue_participation(
-    engine: Engine, collection: StoredCollection, job_id: str, *, overissue: bool = True
+    engine: Engine,
+    collection: StoredCollection,
+    job_id: str,
+    *,
+    overissue: bool = True,
+    randbelow: Callable[[int], int] = secrets.randbelow,
 ) -> Participation:
     """A place in the open round, its role drawn among the free places; or, while every
     place is held and one has lapsed unanswered (:func:`tokens.places_lapsed`), an
@@ -102,7 +108,8 @@ def issue_participation(
     held and none has lapsed. A place is held for ``participation_seconds`` rounded up to
     whole seconds, its end then rounded up to a multiple of that (:func:`tokens.hold_end`):
     the token's row keeps no finer time of when it was issued. The round closes at its
-    first ``round_size`` reports, whichever tokens they come on.
+    first ``round_size`` reports, whichever tokens they come on. Roles are drawn with
+    ``randbelow`` (the CSPRNG unless a test injects a seeded source).
     """
     token = secrets.token_urlsafe(32)
     with engine.begin() as connection:
@@ -125,13 +132,13 @@ def issue_participation(
         held_until = tokens.hold_end(now, math.ceil(spec.participation_seconds))
         total = sum(max(0, n) for n in free.values())
         if total > 0:
-            role = _draw_role(free, total)
+            role = _draw_role(free, total, randbelow)
             tokens.insert_token(connection, job_id, _hash(token), state.round, role, held_until)
         elif overissue and tokens.places_lapsed(connection, job_id, state.round, now):
             # a holder that never reports (a squatter, or a device gone) must not stall
             # the round: issue beyond the places, the first reports close it
             needed = {role: places - received[role] for role, places in mechanisms.places.items()}
-            role = _draw_role(needed, sum(max(0, n) for n in needed.values()))
+            role = _draw_role(needed, sum(max(0, n) for n in needed.values()), randbelow)
             tokens.insert_spare(connection, job_id, _hash(token), state.round, role)
         else:
             # the places are held by devices computing their reports; the round closes
@@ -162,9 +169,9 @@ def issue_participation(
     )
 
 
-def _draw_role(free: dict[str, int], total: int) -> str:
+def _draw_role(free: dict[str, int], total: int, randbelow: Callable[[int], int]) -> str:
     """``gradient`` or ``loss``, in proportion to the free (positive) counts."""
-    return "gradient" if secrets.randbelow(total) < max(0, free["gradient"]) else "loss"
+    return "gradient" if randbelow(total) < max(0, free["gradient"]) else "loss"
 
 
 def accept_report(

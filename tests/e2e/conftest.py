@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Iterator
@@ -21,11 +22,12 @@ ANALYST = "analyst-token-for-tests"
 
 
 @contextmanager
-def serving(settings: Settings) -> Iterator[str]:
-    """Run an aggregator with ``settings`` on a free loopback port; yields its base URL."""
-    config = uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=0, log_level="warning", access_log=False
-    )
+def serving(settings: Settings, server_seed: int = 20261127) -> Iterator[str]:
+    """Run an aggregator with ``settings`` on a free loopback port; yields its base URL.
+    The server's own draws (training roles) come from a generator seeded ``server_seed``,
+    so a test whose requests arrive in a fixed order sees the same results every run."""
+    app = create_app(settings, randbelow=random.Random(server_seed).randrange)
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", access_log=False)
     uv = uvicorn.Server(config)
     thread = threading.Thread(target=uv.run, daemon=True)
     thread.start()

@@ -141,7 +141,11 @@ def participate(name: str, job_id: JobId, request: Request) -> Participation:
     state = app_state(request)
     collection = _admit_device(state, name, request)
     return training_rounds.issue_participation(
-        state.engine, collection, job_id, overissue=state.settings.training_overissue
+        state.engine,
+        collection,
+        job_id,
+        overissue=state.settings.training_overissue,
+        randbelow=state.randbelow,
     )
 
 
