@@ -1,9 +1,10 @@
 """A no-op upload route: the yardstick of ``bench/ingestion.py``'s single-report requests.
 
 The same request and answer models as ``POST /v1/collections/{name}/reports``
-(:class:`~ldp_shared.wire.ReportBatch` in, :class:`~ldp_shared.wire.BatchResult` out, an
-``async`` route as ours is, so neither pays a thread-pool hop; issue 23) and no
-middleware; it stores nothing and answers every report ``accepted``. Served like the
+(:class:`~ldp_shared.wire.reports.ReportBatch` in,
+:class:`~ldp_shared.wire.reports.BatchResult` out, an ``async`` route as ours is, so
+neither pays a thread-pool hop; issue 23) and no middleware; it stores nothing and
+answers every report ``accepted``. Served like the
 aggregator (uvicorn, one process, 127.0.0.1, no access log, the same log level)::
 
     python -m uvicorn --app-dir bench _noop_app:app --host 127.0.0.1 --port PORT \
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from ldp_shared.wire import BatchResult, ReportBatch
+from ldp_shared.wire.reports import BatchResult, ReportBatch
 
 app = FastAPI(title="no-op upload route (benchmark yardstick)")
 

@@ -40,7 +40,7 @@ from ldp_aggregator.writer import ReportWriter
 from ldp_shared.codec import Privatizer
 from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import Report, ReportBatch, encode_bits
+from ldp_shared.wire.reports import Report, ReportBatch, encode_bits
 
 WARM_UP = 5
 OUE16 = [f"value-{i:02d}" for i in range(16)]

@@ -47,7 +47,7 @@ from ldp_aggregator.storage.stats import empty_stats_rows, encode_sums
 from ldp_aggregator.storage.tables import collection_stats, reports
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.periods import stamp
-from ldp_shared.wire import new_report_id
+from ldp_shared.wire.reports import new_report_id
 
 
 def _compiled(statement: ClauseElement, dialect: Dialect) -> tuple[str, tuple[str, ...], dict]:

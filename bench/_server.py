@@ -28,7 +28,7 @@ from _numeric import numeric_attribute
 from ldp_shared.codec import Privatizer
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.schema import AttributeSpec, CollectionSpec
-from ldp_shared.wire import encode_bits, new_report_id
+from ldp_shared.wire.reports import encode_bits, new_report_id
 from ldp_simulation.fleet import (
     AggregatorProcess,
     aggregator_process,

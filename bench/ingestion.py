@@ -53,7 +53,7 @@ from ldp_client import LDPClient
 from ldp_shared.codec import Privatizer
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.rand import seeded_rng
-from ldp_shared.wire import encode_bits
+from ldp_shared.wire.reports import encode_bits
 
 REPORTS_ROUTE = "/v1/collections/{name}/reports"
 POSTGRES_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"

@@ -74,7 +74,7 @@ from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.periods import stamp
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import encode_bits, new_report_id
+from ldp_shared.wire.reports import encode_bits, new_report_id
 
 TARGET_RATIO = 0.80
 """Within 20 % of grr's reports/s."""

@@ -42,7 +42,7 @@ from ldp_shared.codec import Privatizer, decode_reports, records_to_columns
 from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import NaiveBayesModel, NaiveBayesTrainRequest
+from ldp_shared.wire.naive_bayes import NaiveBayesModel, NaiveBayesTrainRequest
 from ldp_simulation.datasets import load_car
 
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)

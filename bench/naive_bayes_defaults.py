@@ -37,7 +37,7 @@ from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.codec import Privatizer, decode_reports, records_to_columns
 from ldp_shared.collection import build_config
 from ldp_shared.rand import seeded_rng
-from ldp_shared.wire import CountRepair
+from ldp_shared.wire.naive_bayes import CountRepair
 from ldp_simulation.datasets import load_car
 from naive_bayes import adult_domains, adult_records, data_dir, spec_for
 from naive_bayes_repair import accuracy, exact_sums, noiseless

@@ -27,7 +27,7 @@ from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.kernel import z_value
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import NaiveBayesModel, NaiveBayesTrainRequest
+from ldp_shared.wire.naive_bayes import NaiveBayesModel, NaiveBayesTrainRequest
 
 SEED = 20261124
 CONFIDENCE = 0.95

@@ -36,7 +36,7 @@ from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.codec import Privatizer, decode_reports, encode_columns, records_to_columns
 from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.rand import seeded_rng
-from ldp_shared.wire import CountRepair, NaiveBayesTrainRequest
+from ldp_shared.wire.naive_bayes import CountRepair, NaiveBayesTrainRequest
 from ldp_simulation.datasets import load_car
 from naive_bayes import accuracy_of, adult_domains, adult_records, data_dir, spec_for
 

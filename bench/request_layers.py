@@ -36,7 +36,7 @@ from ldp_aggregator.collections import create_collection
 from ldp_aggregator.settings import Settings
 from ldp_aggregator.storage.migrate import upgrade
 from ldp_shared.rand import seeded_rng
-from ldp_shared.wire import ReportBatch
+from ldp_shared.wire.reports import ReportBatch
 
 TEMPLATE = "/v1/collections/{name}/reports"
 ROUTE = TEMPLATE.format(name="ingest")

@@ -39,8 +39,8 @@ from ldp_aggregator.storage.migrate import upgrade
 from ldp_client.training import make_report, rebuild_mechanisms
 from ldp_shared.codec import Privatizer
 from ldp_shared.rand import seeded_rng
-from ldp_shared.training_wire import ParticipationReport, TrainingSpec
-from ldp_shared.wire import ReportBatch, encode_bits, new_report_id
+from ldp_shared.wire.reports import ReportBatch, encode_bits, new_report_id
+from ldp_shared.wire.training import ParticipationReport, TrainingSpec
 from ldp_simulation import train_fleet as fleet
 
 PG_URL = os.environ.get(

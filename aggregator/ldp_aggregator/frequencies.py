@@ -50,7 +50,7 @@ from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError, InvalidRecordError
 from ldp_shared.kernel import FrequencyEstimate, z_value
 from ldp_shared.periods import Window
-from ldp_shared.wire import FrequencyResult, IBUStatus, OrdinalEstimate, OrdinalSummary
+from ldp_shared.wire.releases import FrequencyResult, IBUStatus, OrdinalEstimate, OrdinalSummary
 
 Method = PostProcess | Literal["ibu"]
 METHODS: tuple[Method, ...] = (*POSTPROCESS_METHODS, "ibu")

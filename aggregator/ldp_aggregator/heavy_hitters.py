@@ -30,7 +30,7 @@ from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.mechanisms.prefix_hashing import PrefixHashing, PrefixHashingSpec
 from ldp_shared.periods import Window
-from ldp_shared.wire import HeavyHittersResult
+from ldp_shared.wire.releases import HeavyHittersResult
 
 MAX_TOP = 1000
 """Most values one heavy-hitters query may ask for."""

@@ -2,7 +2,7 @@
 
 Per report, in order (the first failure is the reason given):
 
-1. the id matches :data:`~ldp_shared.wire.REPORT_ID_PATTERN`;
+1. the id matches :data:`~ldp_shared.wire.reports.REPORT_ID_PATTERN`;
 2. the config hash is the collection's;
 3. the bits are strict base64 of exactly ``config.report_bytes`` bytes;
 4. :func:`~ldp_shared.codec.decode_reports` finds no padding bit set and no index
@@ -35,12 +35,7 @@ from ldp_shared.codec import decode_reports
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidReportError
 from ldp_shared.periods import stamp
-from ldp_shared.wire import (
-    REPORT_ID_PATTERN,
-    BatchResult,
-    ReportBatch,
-    decode_bits,
-)
+from ldp_shared.wire.reports import REPORT_ID_PATTERN, BatchResult, ReportBatch, decode_bits
 
 _REPORT_ID = re.compile(REPORT_ID_PATTERN)
 
@@ -203,7 +198,7 @@ def _prepare(
 @dataclass(frozen=True)
 class BatchOutcomes:
     """The answer to a batch: its counts and one outcome per report, as the plain dicts of
-    :class:`~ldp_shared.wire.BatchResult`'s shape (built by this module, so nothing in
+    :class:`~ldp_shared.wire.reports.BatchResult`'s shape (built by this module, so nothing in
     them needs validating)."""
 
     accepted: int

@@ -40,7 +40,7 @@ from ldp_shared.analyses.itemsets import (
 )
 from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
-from ldp_shared.itemset_wire import (
+from ldp_shared.wire.itemsets import (
     ItemsetEstimate,
     ItemsetQuery,
     ItemsetResult,

@@ -41,8 +41,8 @@ from ldp_aggregator.storage.jobs import (
     update_job,
 )
 from ldp_shared.errors import JobCancelledError, LDPError, NotFoundError, problem_type
-from ldp_shared.itemset_wire import ItemsetJob, ItemsetQuery, ItemsetResult, JobError
-from ldp_shared.list_wire import JobList, JobSummary
+from ldp_shared.wire.itemsets import ItemsetJob, ItemsetQuery, ItemsetResult, JobError
+from ldp_shared.wire.lists import JobList, JobSummary
 
 logger = logging.getLogger("ldp_aggregator")
 

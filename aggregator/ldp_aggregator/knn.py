@@ -13,8 +13,8 @@ from sqlalchemy import Engine
 from ldp_aggregator.release import current_stats
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_shared.analyses.knn.collection import classify, protocol_of
-from ldp_shared.knn_wire import KnnClassification, KnnQuery
 from ldp_shared.periods import Window
+from ldp_shared.wire.knn import KnnClassification, KnnQuery
 
 
 def classify_points(

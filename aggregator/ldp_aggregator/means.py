@@ -28,7 +28,7 @@ from ldp_shared.analyses.joint import attribute_estimate, attribute_stats
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.mechanisms.lattice import MeanEstimate
 from ldp_shared.periods import Window
-from ldp_shared.wire import MeanResult
+from ldp_shared.wire.releases import MeanResult
 
 
 def mean_result(

@@ -28,9 +28,9 @@ from ldp_aggregator.storage.models import (
 from ldp_aggregator.storage.stats import read_stats
 from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.errors import CorruptStatisticsError
-from ldp_shared.list_wire import ModelList
 from ldp_shared.periods import Window
-from ldp_shared.wire import (
+from ldp_shared.wire.lists import ModelList
+from ldp_shared.wire.naive_bayes import (
     CategoricalNBExport,
     NaiveBayesModel,
     NaiveBayesPredictions,

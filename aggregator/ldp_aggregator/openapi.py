@@ -10,7 +10,7 @@ right here, once, when the document is first asked for:
 - ``/metrics`` needs no token when no metrics token is configured (its dependency
   declares the bearer scheme either way);
 - numbers whose range the code checks itself state it as schema bounds
-  (:func:`ldp_shared.wire.checked_range`, set where they are declared, not here).
+  (:func:`ldp_shared.wire.base.checked_range`, set where they are declared, not here).
 
 ``tests/aggregator/test_openapi.py`` runs schemathesis over the document.
 """

@@ -1,4 +1,4 @@
-"""Pages of the lists (:mod:`ldp_shared.list_wire`): keyset pagination on one string key.
+"""Pages of the lists (:mod:`ldp_shared.wire.lists`): keyset pagination on one string key.
 
 A list is ordered by one unique key (a collection's name, a model's or a job's id). A
 page asks the database for the entries after the cursor's key, one more than ``limit``:
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from sqlalchemy import ColumnElement, Select
 
 from ldp_shared.errors import InvalidQueryError
-from ldp_shared.list_wire import DEFAULT_LIMIT
+from ldp_shared.wire.lists import DEFAULT_LIMIT
 
 T = TypeVar("T")
 S = TypeVar("S", bound=Select[Any])

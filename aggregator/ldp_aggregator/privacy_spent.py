@@ -2,7 +2,7 @@
 dashboard's privacy page): per collection the accountant's (ε, δ) of one record (and for
 a shuffled collection the central (ε, δ) of its reports so far), per
 training job the exact (ε, δ) of a device's one report, the reports and releases so far,
-and their sequential composition (:mod:`ldp_shared.privacy_wire` states the rule).
+and their sequential composition (:mod:`ldp_shared.wire.privacy` states the rule).
 
 It reads each collection's statistics (O(periods)) and job rows, never a report.
 """
@@ -22,14 +22,14 @@ from ldp_aggregator.storage.jobs import JobRow, list_jobs
 from ldp_aggregator.training import TRAINING, read_training_job
 from ldp_shared.accountant import Privacy
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.privacy_wire import (
+from ldp_shared.wire.privacy import (
     COMPOSITION_RULE,
     CollectionSpend,
     DeviceBound,
     PrivacySpent,
     TrainingSpend,
 )
-from ldp_shared.training_wire import TrainingJob
+from ldp_shared.wire.training import TrainingJob
 
 
 def collection_kind(config: CollectionConfig, trains: bool = False) -> str:

@@ -32,7 +32,7 @@ from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.kernel import FloatArray
 from ldp_shared.periods import Window
-from ldp_shared.wire import Quantile, QuantileResult
+from ldp_shared.wire.releases import Quantile, QuantileResult
 
 DEFAULT_LEVELS = "0.25,0.5,0.75"
 """The levels released when a query names none (the quartiles)."""

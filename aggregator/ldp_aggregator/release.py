@@ -20,7 +20,7 @@ from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.kernel import z_value
 from ldp_shared.periods import Window, parse_window, period_label
-from ldp_shared.wire import PeriodWindow
+from ldp_shared.wire.releases import PeriodWindow
 
 Released = TypeVar("Released", bound=BaseModel)
 

@@ -25,13 +25,13 @@ from ldp_aggregator.storage.jobs import JobRow, insert_job, read_job, update_job
 from ldp_shared.analyses.logistic.planning import default_bound, plan_training, smoothness
 from ldp_shared.analyses.logistic.training import TrainingPlan, plan_of
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError, NotFoundError
-from ldp_shared.itemset_wire import JobError
 from ldp_shared.learning import device
 from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomizer
 from ldp_shared.mechanisms.lattice import LatticeRandomizer
 from ldp_shared.mechanisms.piecewise import PiecewiseRandomizer
-from ldp_shared.training_wire import (
+from ldp_shared.wire.itemsets import JobError
+from ldp_shared.wire.training import (
     MAX_ROUND_SIZE,
     GradientMechanismConfig,
     LossMechanismConfig,

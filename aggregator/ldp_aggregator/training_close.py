@@ -35,7 +35,7 @@ from ldp_shared.analyses.logistic.training import (
 from ldp_shared.kernel import FloatArray
 from ldp_shared.mechanisms.gradient import GradientRandomizer
 from ldp_shared.mechanisms.lattice import LatticeRandomizer
-from ldp_shared.training_wire import RoundLog, SklearnExport, TrainedModel, TrainingSpec
+from ldp_shared.wire.training import RoundLog, SklearnExport, TrainedModel, TrainingSpec
 
 
 def _answers(

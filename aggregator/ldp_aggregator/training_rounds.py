@@ -41,12 +41,12 @@ from ldp_shared.errors import (
     RateLimitedError,
     RoundClosedError,
 )
-from ldp_shared.training_wire import (
+from ldp_shared.wire.reports import decode_bits
+from ldp_shared.wire.training import (
     Participation,
     ParticipationReport,
     ParticipationResult,
 )
-from ldp_shared.wire import decode_bits
 
 logger = logging.getLogger("ldp_aggregator")
 

@@ -32,8 +32,8 @@ from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.kernel import z_value
 from ldp_shared.periods import MAX_WINDOW_PERIODS, Window, period_label, period_start
-from ldp_shared.trend_wire import DifferenceResult, ReleasedAs, TrendPoint, TrendResult
-from ldp_shared.wire import FrequencyResult, MeanResult
+from ldp_shared.wire.releases import FrequencyResult, MeanResult
+from ldp_shared.wire.trends import DifferenceResult, ReleasedAs, TrendPoint, TrendResult
 
 
 def released_as(config: CollectionConfig, attribute: str) -> ReleasedAs:

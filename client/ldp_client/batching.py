@@ -2,7 +2,7 @@
 
 :class:`BatchPlan` hands out batches of at most ``batch_size`` reports, halves a batch
 the aggregator found too large (HTTP 413), and merges the per-batch results into one
-:class:`~ldp_shared.wire.BatchResult`. :func:`summarize` turns that into the
+:class:`~ldp_shared.wire.reports.BatchResult`. :func:`summarize` turns that into the
 :class:`SubmitSummary` that ``submit`` returns, :func:`rejection_error` into the
 :class:`~ldp_shared.errors.ReportRejectedError` it raises when any report was refused;
 :func:`submit_summary` does both.
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ldp_shared.errors import ConfigurationError, LDPError, ReportRejectedError
-from ldp_shared.wire import MAX_BATCH, BatchResult, Report, ReportOutcome
+from ldp_shared.wire.reports import MAX_BATCH, BatchResult, Report, ReportOutcome
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",

@@ -45,16 +45,10 @@ from ldp_client.trend_methods import TrendMethods
 from ldp_shared.codec import Columns, Record
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidRecordError, PayloadTooLargeError
-from ldp_shared.lifecycle_wire import CollectionStatus
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import (
-    BatchResult,
-    FrequencyResult,
-    HeavyHittersResult,
-    MeanResult,
-    QuantileResult,
-    Report,
-)
+from ldp_shared.wire.lifecycle import CollectionStatus
+from ldp_shared.wire.releases import FrequencyResult, HeavyHittersResult, MeanResult, QuantileResult
+from ldp_shared.wire.reports import BatchResult, Report
 
 __all__ = ["LDPClient"]
 

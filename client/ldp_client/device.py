@@ -33,7 +33,7 @@ from ldp_shared.codec import Columns, Privatizer, Record, records_to_columns
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import ConfigurationError, InvalidRecordError
 from ldp_shared.rand import resolve_rng
-from ldp_shared.wire import Report
+from ldp_shared.wire.reports import Report
 
 __all__ = ["Device", "canonical_record"]
 

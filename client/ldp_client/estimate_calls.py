@@ -16,8 +16,8 @@ from datetime import UTC, date, datetime
 from ldp_client.protocol import ApiCall, PostProcess, collection_path
 from ldp_shared import candidates
 from ldp_shared.errors import InvalidQueryError
-from ldp_shared.trend_wire import DifferenceResult, TrendResult
-from ldp_shared.wire import FrequencyResult, HeavyHittersResult, MeanResult, QuantileResult
+from ldp_shared.wire.releases import FrequencyResult, HeavyHittersResult, MeanResult, QuantileResult
+from ldp_shared.wire.trends import DifferenceResult, TrendResult
 
 Bound = str | date | datetime | None
 """One end of a window (see the module docstring)."""

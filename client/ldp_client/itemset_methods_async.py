@@ -16,7 +16,7 @@ from typing import TypeVar
 from ldp_client import itemsets
 from ldp_client.protocol import ApiCall
 from ldp_client.settings import Settings
-from ldp_shared.itemset_wire import ItemsetJob, ItemsetResult, MaskPrivacy
+from ldp_shared.wire.itemsets import ItemsetJob, ItemsetResult, MaskPrivacy
 
 __all__ = ["AsyncItemsetMethods"]
 

@@ -26,7 +26,8 @@ from ldp_shared.errors import (
     TransportError,
     error_class_for_type,
 )
-from ldp_shared.itemset_wire import (
+from ldp_shared.validation import validated
+from ldp_shared.wire.itemsets import (
     ItemsetJob,
     ItemsetQuery,
     ItemsetResult,
@@ -35,7 +36,6 @@ from ldp_shared.itemset_wire import (
     check_job_id,
     check_mining_query,
 )
-from ldp_shared.validation import validated
 
 __all__ = [
     "build_itemset_query",

@@ -20,8 +20,8 @@ from ldp_shared.codec import Record
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
 from ldp_shared.knn_cells import device_columns
-from ldp_shared.knn_wire import KnnClassification, KnnQuery
 from ldp_shared.validation import validated
+from ldp_shared.wire.knn import KnnClassification, KnnQuery
 
 __all__ = ["classify_knn_call", "knn_records"]
 

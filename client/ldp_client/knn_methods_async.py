@@ -18,7 +18,7 @@ from ldp_client.batching import DEFAULT_BATCH_SIZE, SubmitSummary
 from ldp_client.protocol import ApiCall
 from ldp_shared.codec import Record
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.knn_wire import KnnClassification
+from ldp_shared.wire.knn import KnnClassification
 
 __all__ = ["AsyncKnnMethods"]
 

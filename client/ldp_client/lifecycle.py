@@ -4,7 +4,7 @@ An admin closes a collection to new reports (uploads are then refused with
 :class:`~ldp_shared.errors.CollectionClosedError`), reopens it, or deletes it with all its
 reports, statistics, models and jobs; the deletion must repeat the collection's name as
 ``confirm``. An admin also sets how many days reports keep their bits (a
-:class:`~ldp_shared.lifecycle_wire.Retention`). An analyst reads whether it is open and
+:class:`~ldp_shared.wire.lifecycle.Retention`). An analyst reads whether it is open and
 how many reports it holds.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from ldp_client.protocol import ApiCall, collection_path
 from ldp_shared.errors import InvalidQueryError
-from ldp_shared.lifecycle_wire import CollectionStatus, Retention
 from ldp_shared.validation import validated
+from ldp_shared.wire.lifecycle import CollectionStatus, Retention
 
 
 def collection_status_call(name: str) -> ApiCall[CollectionStatus]:

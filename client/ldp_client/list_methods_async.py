@@ -23,7 +23,7 @@ from typing import TypeVar
 from ldp_client import listing
 from ldp_client.listing import Page, PageCall
 from ldp_client.protocol import ApiCall
-from ldp_shared.list_wire import DEFAULT_LIMIT, MAX_LIMIT, JobSummary
+from ldp_shared.wire.lists import DEFAULT_LIMIT, MAX_LIMIT, JobSummary
 
 __all__ = ["AsyncListMethods"]
 

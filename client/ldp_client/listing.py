@@ -1,7 +1,7 @@
 """The lists seen from the client, without I/O (shared by both clients).
 
-Every list of the aggregator answers a page (:mod:`ldp_shared.list_wire`): at most
-``limit`` entries (1 to :data:`~ldp_shared.list_wire.MAX_LIMIT`) after ``cursor``, and
+Every list of the aggregator answers a page (:mod:`ldp_shared.wire.lists`): at most
+``limit`` entries (1 to :data:`~ldp_shared.wire.lists.MAX_LIMIT`) after ``cursor``, and
 the ``next_cursor`` to continue with (``None`` on the last page). The call builders here
 describe one page's request as an :class:`~ldp_client.protocol.ApiCall` whose answer is a
 :class:`Page`: a plain list of the entries that also carries ``next_cursor``. A ``limit``
@@ -16,7 +16,7 @@ from typing import TypeVar
 from ldp_client import itemsets, naive_bayes
 from ldp_client.protocol import ApiCall, collection_path
 from ldp_shared.errors import InvalidQueryError
-from ldp_shared.list_wire import MAX_LIMIT, CollectionList, JobList, JobSummary, ModelList
+from ldp_shared.wire.lists import MAX_LIMIT, CollectionList, JobList, JobSummary, ModelList
 
 __all__ = [
     "Page",

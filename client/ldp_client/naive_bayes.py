@@ -7,9 +7,10 @@ request: a bad training option or query record raises
 :class:`~ldp_shared.errors.ModelNotFoundError`.
 
 The model itself (Yilmaz, Al-Rubaie and Chang, arXiv:1905.01039, 2019) is
-:mod:`ldp_shared.analyses.naive_bayes`: a fetched :class:`~ldp_shared.wire.NaiveBayesModel` can
-also predict locally (``ldp_shared.analyses.naive_bayes.predict``) or become a scikit-learn
-``CategoricalNB`` (``to_categorical_nb(export_categorical_nb(model))``).
+:mod:`ldp_shared.analyses.naive_bayes`: a fetched
+:class:`~ldp_shared.wire.naive_bayes.NaiveBayesModel` can also predict locally
+(``ldp_shared.analyses.naive_bayes.predict``) or become a scikit-learn ``CategoricalNB``
+(``to_categorical_nb(export_categorical_nb(model))``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pydantic import ValidationError
 from ldp_client.protocol import ApiCall, collection_path
 from ldp_shared.errors import InvalidQueryError, ModelNotFoundError
 from ldp_shared.validation import one_line
-from ldp_shared.wire import (
+from ldp_shared.wire.naive_bayes import (
     MODEL_ID_PATTERN,
     CategoricalNBExport,
     CountRepair,

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from ldp_client import naive_bayes
 from ldp_client.protocol import ApiCall
-from ldp_shared.wire import (
+from ldp_shared.wire.naive_bayes import (
     CategoricalNBExport,
     CountRepair,
     NaiveBayesModel,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from ldp_client.protocol import ApiCall
-from ldp_shared.plan_wire import Plan
+from ldp_shared.wire.plan import Plan
 
 __all__ = ["AsyncPlanMethods", "plan_call"]
 

@@ -1,6 +1,6 @@
 """Records to reports: the local randomizer of the SDK (pure, no I/O).
 
-Everything here runs on the device. A raw record goes in, a :class:`~ldp_shared.wire.Report`
+Everything here runs on the device. A raw record goes in, a :class:`~ldp_shared.wire.reports.Report`
 comes out: a fresh random id, the hash of the config it was made for, and the packed
 perturbed bits (base64). The raw values are encoded and perturbed inside
 :class:`ldp_shared.codec.Privatizer` and never stored, logged or returned.
@@ -33,7 +33,7 @@ from ldp_shared.codec import Columns, Privatizer, Record
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidRecordError, InvalidReportError
 from ldp_shared.rand import resolve_rng
-from ldp_shared.wire import Report
+from ldp_shared.wire.reports import Report
 
 __all__ = [
     "check_records",

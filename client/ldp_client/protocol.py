@@ -50,11 +50,7 @@ from ldp_shared.errors import (
     problem_type,
 )
 from ldp_shared.schema import COLLECTION_NAME_PATTERN, CollectionSpec
-from ldp_shared.wire import (
-    BatchResult,
-    Report,
-    ReportBatch,
-)
+from ldp_shared.wire.reports import BatchResult, Report, ReportBatch
 
 __all__ = [
     "ApiCall",

@@ -1,6 +1,6 @@
 """Reports built cheaply from what the client encoded itself.
 
-A :class:`~ldp_shared.wire.Report` validated field by field costs more than perturbing
+A :class:`~ldp_shared.wire.reports.Report` validated field by field costs more than perturbing
 its record. The client needs no validation of values it made: the ids come from the
 operating system's CSPRNG, the bits from its own packed perturbed bytes. So a batch is
 turned into reports with vectorised work only:
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ldp_shared.wire import Report
+from ldp_shared.wire.reports import Report
 
 __all__ = ["build_reports", "encode_rows", "next_report_id", "one_report", "report_ids"]
 

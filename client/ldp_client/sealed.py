@@ -17,7 +17,7 @@ from ldp_client.protocol import ApiCall, collection_path
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.sealing import SealingKey, seal_report, to_text
-from ldp_shared.wire import Report
+from ldp_shared.wire.reports import Report
 
 __all__ = [
     "MAX_SEALED_PER_REQUEST",

@@ -17,7 +17,7 @@ from typing import TypeVar
 from ldp_client import batching, sealed
 from ldp_client.protocol import ApiCall
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.wire import Report
+from ldp_shared.wire.reports import Report
 
 __all__ = ["ShuffledMethods"]
 

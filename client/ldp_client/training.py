@@ -1,7 +1,7 @@
 """Training jobs seen from the client, without I/O (shared by both clients).
 
 Call builders in the style of :mod:`ldp_client.protocol`, and what a device does with a
-:class:`~ldp_shared.training_wire.Participation` before it answers:
+:class:`~ldp_shared.wire.training.Participation` before it answers:
 
 1. :func:`rebuild_mechanisms`: rebuild the job's gradient (and loss) mechanism from the
    spec's name, dimension, ε, δ and bound, and refuse a participation whose published
@@ -33,14 +33,15 @@ from ldp_shared.errors import (
     InvalidRecordError,
     PrivacyPolicyError,
 )
-from ldp_shared.itemset_wire import check_job_id
 from ldp_shared.learning import device
 from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomizer
 from ldp_shared.mechanisms.lattice import LatticeRandomizer
 from ldp_shared.mechanisms.piecewise import PiecewiseRandomizer
 from ldp_shared.rand import resolve_rng
-from ldp_shared.training_wire import (
+from ldp_shared.wire.itemsets import check_job_id
+from ldp_shared.wire.reports import encode_bits
+from ldp_shared.wire.training import (
     Participation,
     ParticipationReport,
     ParticipationResult,
@@ -48,7 +49,6 @@ from ldp_shared.training_wire import (
     TrainingJob,
     TrainingSpec,
 )
-from ldp_shared.wire import encode_bits
 
 __all__ = [
     "JobMechanisms",

@@ -25,14 +25,14 @@ from ldp_shared.errors import (
     RateLimitedError,
     TransportError,
 )
-from ldp_shared.training_wire import (
+from ldp_shared.validation import validated
+from ldp_shared.wire.training import (
     Participation,
     ParticipationResult,
     TrainedModel,
     TrainingJob,
     TrainingSpec,
 )
-from ldp_shared.validation import validated
 
 __all__ = ["PLACE_DEADLINE_SECONDS", "AsyncTrainingMethods"]
 

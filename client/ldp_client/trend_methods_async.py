@@ -16,7 +16,7 @@ from typing import TypeVar
 from ldp_client import estimate_calls
 from ldp_client.estimate_calls import WindowBounds
 from ldp_client.protocol import ApiCall
-from ldp_shared.trend_wire import DifferenceResult, TrendResult
+from ldp_shared.wire.trends import DifferenceResult, TrendResult
 
 __all__ = ["AsyncTrendMethods"]
 

@@ -42,12 +42,12 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ldp_shared.errors import InvalidQueryError, MissingDependencyError
-from ldp_shared.itemset_wire import ItemsetResult
-from ldp_shared.knn_wire import KnnClassification
-from ldp_shared.naive_bayes_wire import NaiveBayesModel
-from ldp_shared.training_wire import TrainedModel
-from ldp_shared.trend_wire import DifferenceResult, TrendResult
-from ldp_shared.wire import FrequencyResult, HeavyHittersResult, MeanResult, QuantileResult
+from ldp_shared.wire.itemsets import ItemsetResult
+from ldp_shared.wire.knn import KnnClassification
+from ldp_shared.wire.naive_bayes import NaiveBayesModel
+from ldp_shared.wire.releases import FrequencyResult, HeavyHittersResult, MeanResult, QuantileResult
+from ldp_shared.wire.training import TrainedModel
+from ldp_shared.wire.trends import DifferenceResult, TrendResult
 
 Columns = dict[str, list[Any]]
 

@@ -31,8 +31,8 @@ from statistics import NormalDist
 from ldp_shared.errors import ConfigurationError, InfeasiblePlanError, InvalidQueryError
 from ldp_shared.mechanisms import registry
 from ldp_shared.mechanisms.base import AttributeSpec, PlannedVariance, Randomizer
-from ldp_shared.plan_wire import AttributeKind, Plan, PlanEntry
 from ldp_shared.shuffling import CentralGuarantee, central_epsilon
+from ldp_shared.wire.plan import AttributeKind, Plan, PlanEntry
 
 FALSE_DISCOVERY = 0.05
 """α of the heavy-hitter threshold (split over the d values)."""

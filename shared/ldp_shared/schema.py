@@ -32,7 +32,7 @@ from ldp_shared.knn_cells import KnnCells
 from ldp_shared.mechanisms.base import AttributeSpec
 from ldp_shared.periods import PeriodName
 from ldp_shared.request_model import RequestModel
-from ldp_shared.wire import checked_range
+from ldp_shared.wire.base import checked_range
 
 __all__ = [
     "ATTRIBUTE_NAME_PATTERN",

@@ -1,6 +1,6 @@
 """One value followed through a trend: in each period its reports and its estimate with
 its interval, or no estimate where the period is withheld. The dashboard's trend panel
-and ``ldpcollect simulate --periods`` read a :class:`~ldp_shared.trend_wire.TrendResult`
+and ``ldpcollect simulate --periods`` read a :class:`~ldp_shared.wire.trends.TrendResult`
 this way (a data frame of every value: its ``to_frame()``)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ldp_shared.errors import InvalidQueryError
-from ldp_shared.trend_wire import TrendResult
+from ldp_shared.wire.trends import TrendResult
 
 
 @dataclass(frozen=True)

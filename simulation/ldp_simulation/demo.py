@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ldp_shared.wire import FrequencyResult
+from ldp_shared.wire.releases import FrequencyResult
 from ldp_simulation.demo_frequencies import (
     DEMO_COLLECTION,
     format_frequencies,

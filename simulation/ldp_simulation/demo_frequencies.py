@@ -17,7 +17,7 @@ import numpy as np
 
 from ldp_client import LDPClient
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import FrequencyResult
+from ldp_shared.wire.releases import FrequencyResult
 from ldp_simulation.datasets import CategoricalDataset, load_car
 from ldp_simulation.fleet import DemoOptions, replicate, report_records
 from ldp_simulation.progress import Progress

@@ -34,9 +34,9 @@ from ldp_shared.analyses.itemsets import (
     mine_frequent_itemsets,
 )
 from ldp_shared.errors import TransportError
-from ldp_shared.itemset_wire import ItemsetResult
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
+from ldp_shared.wire.itemsets import ItemsetResult
 from ldp_simulation.baskets import QuestParameters, basket_lists, item_names, quest_baskets
 from ldp_simulation.fleet import ensure_collection
 from ldp_simulation.progress import Progress

@@ -37,7 +37,7 @@ from ldp_shared.mechanisms.laplace import worst_variance
 from ldp_shared.mechanisms.lattice import LatticeRandomizer
 from ldp_shared.mechanisms.registry import spec_class
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import FrequencyResult, MeanResult
+from ldp_shared.wire.releases import FrequencyResult, MeanResult
 from ldp_simulation.datasets import MixedDataset, load_adult
 from ldp_simulation.demo_frequencies import format_frequencies, frequency_json, true_frequencies
 from ldp_simulation.fleet import DemoOptions, replicate, report_records

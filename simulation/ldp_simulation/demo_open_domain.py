@@ -21,7 +21,7 @@ import numpy as np
 from ldp_client import LDPClient
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import HeavyHittersResult
+from ldp_shared.wire.releases import HeavyHittersResult
 from ldp_simulation.fleet import DemoOptions, report_records
 from ldp_simulation.progress import Progress
 

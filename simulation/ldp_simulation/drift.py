@@ -43,7 +43,7 @@ from ldp_shared.periods import PERIOD_SECONDS, period_label, period_start, start
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.trend_series import SeriesPoint, series
-from ldp_shared.wire import MAX_BATCH, ReportBatch
+from ldp_shared.wire.reports import MAX_BATCH, ReportBatch
 from ldp_simulation.demo_numeric import choose_mechanism
 
 COLLECTION = "drift"

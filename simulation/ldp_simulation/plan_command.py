@@ -1,7 +1,7 @@
 """``ldpcollect plan``: the planner (:mod:`ldp_shared.planner`) on the command line.
 
 Pure, like the planner: no server. Prints one row per mechanism, best first; ``--json``
-prints the :class:`~ldp_shared.plan_wire.Plan` instead. An impossible query is one line
+prints the :class:`~ldp_shared.wire.plan.Plan` instead. An impossible query is one line
 on stderr (the command's usual error reporting) and exit status 1.
 
     ldpcollect plan --domain 1024 --epsilon 1 --n 100000
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from ldp_shared.plan_wire import Plan, PlanEntry
+from ldp_shared.wire.plan import Plan, PlanEntry
 
 
 def add_plan_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

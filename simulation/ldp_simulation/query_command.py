@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 
 from ldp_shared.errors import AuthenticationError
-from ldp_shared.wire import FrequencyResult, HeavyHittersResult
+from ldp_shared.wire.releases import FrequencyResult, HeavyHittersResult
 
 QUERY_COMMANDS = ("frequencies", "heavy-hitters")
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ldp_shared.errors import InvalidRecordError
-from ldp_shared.wire import ReportBatch
+from ldp_shared.wire.reports import ReportBatch
 
 STDIN = "-"
 

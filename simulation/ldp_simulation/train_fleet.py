@@ -33,7 +33,7 @@ from ldp_shared.errors import RateLimitedError
 from ldp_shared.learning.layout import FeatureLayout, NumericFeature
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.training_wire import TrainedModel, TrainingJob, TrainingSpec
+from ldp_shared.wire.training import TrainedModel, TrainingJob, TrainingSpec
 from ldp_simulation.datasets import NumericDataset, load_breast_cancer
 from ldp_simulation.fleet import running_aggregator
 

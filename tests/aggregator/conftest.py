@@ -29,7 +29,7 @@ from ldp_shared.codec import Privatizer
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import encode_bits, new_report_id
+from ldp_shared.wire.reports import encode_bits, new_report_id
 
 with warnings.catch_warnings():
     # starlette suggests httpx2 for its TestClient; httpx is what this project ships

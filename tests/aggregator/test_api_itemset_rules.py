@@ -14,8 +14,8 @@ from ldp_shared.analyses.itemsets import (
     mine_frequent_itemsets,
 )
 from ldp_shared.codec import Privatizer
-from ldp_shared.itemset_wire import ItemsetJob
 from ldp_shared.rand import seeded_rng
+from ldp_shared.wire.itemsets import ItemsetJob
 from ldp_simulation.baskets import basket_lists
 
 from .conftest import ANALYST

@@ -20,9 +20,9 @@ from ldp_shared.analyses.itemsets import BitChannel, PackedBits, mine_frequent_i
 from ldp_shared.codec import Privatizer
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidQueryError
-from ldp_shared.itemset_wire import ItemsetJob, ItemsetQuery
 from ldp_shared.mechanisms import Mask
 from ldp_shared.rand import seeded_rng
+from ldp_shared.wire.itemsets import ItemsetJob, ItemsetQuery
 from ldp_simulation.baskets import QuestParameters, basket_lists, item_names, quest_baskets
 
 from .conftest import ADMIN, ANALYST, report_dicts, spec_payload

@@ -25,7 +25,7 @@ from ldp_aggregator.storage.collections import load_collection
 from ldp_aggregator.storage.jobs import STALE_AFTER_SECONDS, insert_job, jobs
 from ldp_aggregator.storage.models import insert_model
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.list_wire import DEFAULT_LIMIT, MAX_LIMIT, JobList
+from ldp_shared.wire.lists import DEFAULT_LIMIT, MAX_LIMIT, JobList
 
 COLLECTIONS = "/v1/collections"
 ITEMSETS = "/v1/collections/survey/itemsets"

@@ -14,7 +14,7 @@ from ldp_aggregator.ingest import ingest_batch
 from ldp_aggregator.storage.collections import load_collection
 from ldp_aggregator.storage.tables import collection_stats, reports
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.wire import ReportBatch
+from ldp_shared.wire.reports import ReportBatch
 
 from .conftest import ADMIN, ANALYST, packed_reports, problem, report_dicts, spec_payload
 

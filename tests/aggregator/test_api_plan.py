@@ -6,8 +6,8 @@ import pytest
 from fastapi.testclient import TestClient
 from tests.aggregator.conftest import problem
 
-from ldp_shared.plan_wire import Plan
 from ldp_shared.planner import plan
+from ldp_shared.wire.plan import Plan
 
 
 def test_plan_answers_the_pure_planner_without_a_token(client: TestClient) -> None:

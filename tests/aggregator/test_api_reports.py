@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 from ldp_aggregator.problems import READABLE_JSON_DEPTH
 from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import MAX_BATCH, encode_bits
+from ldp_shared.wire.reports import MAX_BATCH, encode_bits
 
 from .conftest import Snapshot, packed_reports, report_dicts, snapshot, spec_payload
 from .test_api_collections import slug

@@ -29,8 +29,8 @@ from ldp_aggregator.storage.training import training_reports, training_tokens
 from ldp_shared.analyses.logistic.planning import plan_training
 from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.rand import seeded_rng
-from ldp_shared.training_wire import TrainedModel, TrainingJob
-from ldp_shared.wire import encode_bits
+from ldp_shared.wire.reports import encode_bits
+from ldp_shared.wire.training import TrainedModel, TrainingJob
 
 
 @pytest.fixture

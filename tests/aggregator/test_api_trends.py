@@ -17,7 +17,7 @@ from ldp_aggregator.storage.tables import collection_stats, reports
 from ldp_client.privatize import Privatizer
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.rand import seeded_rng
-from ldp_shared.wire import ReportBatch
+from ldp_shared.wire.reports import ReportBatch
 
 from .conftest import ADMIN, ANALYST, COLORS, problem, report_dicts, spec_payload
 

@@ -27,7 +27,7 @@ from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.tables import reports
 from ldp_shared.codec import decode_reports
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import BatchResult, ReportBatch, encode_bits
+from ldp_shared.wire.reports import BatchResult, ReportBatch, encode_bits
 
 from .conftest import Snapshot, packed_reports, report_dicts, snapshot, spec_payload
 

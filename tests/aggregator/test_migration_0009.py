@@ -19,7 +19,7 @@ from ldp_aggregator.collections import create_collection
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import alembic_config, head_revision, upgrade
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.training_wire import TrainingSpec
+from ldp_shared.wire.training import TrainingSpec
 
 ISSUED = 1_800_000_007
 HOLD = 60

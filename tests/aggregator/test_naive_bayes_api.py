@@ -19,7 +19,7 @@ from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.codec import Privatizer
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.rand import seeded_rng
-from ldp_shared.wire import CategoricalNBExport, NaiveBayesModel, NaiveBayesPredictions
+from ldp_shared.wire.naive_bayes import CategoricalNBExport, NaiveBayesModel, NaiveBayesPredictions
 from ldp_simulation.datasets import load_car
 
 from .conftest import ADMIN, ANALYST, TestClient, problem, report_dicts

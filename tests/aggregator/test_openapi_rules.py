@@ -11,7 +11,7 @@ import pytest
 from tests.aggregator.conftest import ADMIN, ANALYST, TestClient, spec_payload
 from tests.aggregator.training_helpers import spec as training_spec
 
-from ldp_shared.knn_wire import MAX_NEIGHBOURS
+from ldp_shared.wire.knn import MAX_NEIGHBOURS
 
 
 def component(document: dict[str, Any], name: str) -> Any:

@@ -30,7 +30,7 @@ from ldp_aggregator.storage.migrate import upgrade
 from ldp_aggregator.writer import ReportWriter
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import ReportBatch
+from ldp_shared.wire.reports import ReportBatch
 
 from .conftest import ADMIN, ADMIN_TOKEN, ANALYST_TOKEN, TestClient, snapshot, spec_payload
 from .forensics import Arrival, measure, seeded_requests

@@ -28,7 +28,7 @@ from ldp_aggregator.storage.migrate import current_revision, head_revision, upgr
 from ldp_aggregator.storage.tables import metadata
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import ReportBatch
+from ldp_shared.wire.reports import ReportBatch
 
 from .conftest import (
     ADMIN,

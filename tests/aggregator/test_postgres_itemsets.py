@@ -17,8 +17,8 @@ from ldp_aggregator.settings import Settings
 from ldp_shared.analyses.itemsets import BitChannel, PackedBits, mine_frequent_itemsets
 from ldp_shared.codec import Privatizer
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.itemset_wire import ItemsetJob
 from ldp_shared.rand import seeded_rng
+from ldp_shared.wire.itemsets import ItemsetJob
 from ldp_simulation.baskets import QuestParameters, basket_lists, item_names, quest_baskets
 
 from .conftest import ADMIN, ADMIN_TOKEN, ANALYST, ANALYST_TOKEN, report_dicts

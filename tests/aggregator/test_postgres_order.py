@@ -23,7 +23,7 @@ from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.stats import STATS_SHARDS
 from ldp_aggregator.writer import ReportWriter
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import BatchResult, ReportBatch
+from ldp_shared.wire.reports import BatchResult, ReportBatch
 
 from .conftest import assert_stored_and_recounted, spec_payload
 from .forensics import Arrival, Leak, measure, seeded_requests

@@ -18,7 +18,7 @@ import pytest
 from ldp_aggregator.storage.engine import make_engine
 from ldp_client import LDPClient
 from ldp_shared.rand import seeded_rng
-from ldp_shared.wire import BatchResult
+from ldp_shared.wire.reports import BatchResult
 from ldp_simulation.fleet import aggregator_process
 
 from .conftest import ADMIN_TOKEN, ANALYST_TOKEN, assert_stored_and_recounted, make_records

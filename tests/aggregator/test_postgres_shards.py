@@ -36,7 +36,7 @@ from ldp_aggregator.storage.stats import (
 from ldp_shared.errors import CollectionClosedError
 from ldp_shared.periods import stamp
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import BatchResult, ReportBatch
+from ldp_shared.wire.reports import BatchResult, ReportBatch
 
 from .conftest import packed_reports, report_dicts, snapshot, spec_payload
 

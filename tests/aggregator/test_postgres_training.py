@@ -20,7 +20,7 @@ from ldp_aggregator.settings import Settings
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.training import training_reports, training_tokens
 from ldp_shared.rand import seeded_rng
-from ldp_shared.training_wire import Participation
+from ldp_shared.wire.training import Participation
 
 ROUNDS = 5
 DEVICES = 20 * ROUNDS

@@ -18,7 +18,7 @@ from ldp_aggregator.settings import (
     Settings,
 )
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.wire import MAX_BATCH
+from ldp_shared.wire.reports import MAX_BATCH
 
 from .conftest import ADMIN, packed_reports, report_dicts, snapshot, spec_payload, state_of
 from .test_api_collections import slug

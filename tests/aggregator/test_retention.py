@@ -17,7 +17,7 @@ from ldp_aggregator.storage.retention import fold_expired
 from ldp_aggregator.storage.tables import collections, reports
 from ldp_aggregator.writer import ReportWriter
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.wire import ReportBatch
+from ldp_shared.wire.reports import ReportBatch
 
 from .conftest import ADMIN, ANALYST, packed_reports, problem, report_dicts
 

@@ -32,7 +32,7 @@ from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import upgrade
 from ldp_aggregator.writer import ReportWriter
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import ReportBatch
+from ldp_shared.wire.reports import ReportBatch
 
 REQUESTS = 60
 SEED = 20240613

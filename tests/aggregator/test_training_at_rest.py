@@ -42,7 +42,7 @@ from ldp_aggregator.app import create_app
 from ldp_aggregator.deps import AppState
 from ldp_aggregator.settings import Settings
 from ldp_shared.rand import seeded_rng
-from ldp_shared.training_wire import Participation
+from ldp_shared.wire.training import Participation
 
 HOLD = 60
 CREATED = 1_799_000_000  # the job is created days before the devices come

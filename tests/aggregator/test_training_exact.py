@@ -28,8 +28,8 @@ from ldp_shared.mechanisms.base import Blocks, Segment, StatsBlock, Unpacked
 from ldp_shared.mechanisms.gradient import GradientNorm, GradientRandomizer, register_gradient
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.training_wire import ParticipationReport, TrainingSpec
-from ldp_shared.wire import encode_bits
+from ldp_shared.wire.reports import encode_bits
+from ldp_shared.wire.training import ParticipationReport, TrainingSpec
 
 
 @register_gradient

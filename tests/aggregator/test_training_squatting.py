@@ -25,7 +25,7 @@ from tests.engines import database_url
 from ldp_aggregator.app import create_app
 from ldp_aggregator.settings import Settings
 from ldp_shared.rand import seeded_rng
-from ldp_shared.training_wire import Participation, TrainingJob
+from ldp_shared.wire.training import Participation, TrainingJob
 
 HOLD_SECONDS = 2.0
 """``participation_seconds`` of the attacked job: a place lapses 2 to 4 s after issue."""

@@ -29,7 +29,7 @@ from ldp_shared.errors import (
 )
 from ldp_shared.periods import stamp
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import BatchResult, ReportBatch
+from ldp_shared.wire.reports import BatchResult, ReportBatch
 
 from .conftest import Snapshot, snapshot, spec_payload
 from .forensics import seeded_requests

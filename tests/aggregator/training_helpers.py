@@ -8,8 +8,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from ldp_client import training
-from ldp_shared.training_wire import Participation
-from ldp_shared.wire import encode_bits
+from ldp_shared.wire.reports import encode_bits
+from ldp_shared.wire.training import Participation
 
 LAYOUT: dict[str, Any] = {
     "numeric": [{"name": "x1", "lo": 0.0, "hi": 10.0}, {"name": "x2", "lo": -5.0, "hi": 5.0}],

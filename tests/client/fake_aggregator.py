@@ -29,7 +29,7 @@ from ldp_shared.errors import (
     problem_type,
 )
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import decode_bits
+from ldp_shared.wire.reports import decode_bits
 
 ADMIN = "admin-token"
 ANALYST = "analyst-token"

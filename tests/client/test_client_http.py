@@ -28,7 +28,7 @@ from ldp_shared.errors import (
 )
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import FrequencyResult
+from ldp_shared.wire.releases import FrequencyResult
 
 from .conftest import SPEC, MakeClient, make_records
 from .fake_aggregator import (

@@ -12,7 +12,7 @@ import pytest
 from ldp_client import InvalidQueryError
 from ldp_client.listing import Page
 from ldp_shared.errors import CollectionNotFoundError
-from ldp_shared.list_wire import DEFAULT_LIMIT, MAX_LIMIT, JobSummary
+from ldp_shared.wire.lists import DEFAULT_LIMIT, MAX_LIMIT, JobSummary
 
 COLLECTIONS = [f"c-{i:02d}" for i in range(7)]
 JOBS = [

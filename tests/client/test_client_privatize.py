@@ -15,7 +15,7 @@ from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.errors import InvalidRecordError, InvalidReportError
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import AttributeSpec, CollectionSpec
-from ldp_shared.wire import REPORT_ID_PATTERN, Report, decode_bits
+from ldp_shared.wire.reports import REPORT_ID_PATTERN, Report, decode_bits
 
 from .conftest import make_records
 

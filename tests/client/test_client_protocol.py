@@ -37,7 +37,7 @@ from ldp_shared.errors import (
     TransportError,
     problem_type,
 )
-from ldp_shared.wire import BatchResult, Report
+from ldp_shared.wire.reports import BatchResult, Report
 
 from .conftest import SPEC
 

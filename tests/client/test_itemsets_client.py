@@ -14,7 +14,7 @@ import pytest
 from ldp_client import AsyncLDPClient, InvalidQueryError, InvalidRecordError, LDPClient
 from ldp_client.itemsets import build_itemset_query, is_informative, itemset_job_call, job_result
 from ldp_shared.errors import NotFoundError, TransportError
-from ldp_shared.itemset_wire import (
+from ldp_shared.wire.itemsets import (
     ItemsetJob,
     ItemsetQuery,
     ItemsetResult,

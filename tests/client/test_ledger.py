@@ -18,7 +18,7 @@ from ldp_client import AsyncLDPClient, ConfigurationError, DevicePolicy, Ledger,
 from ldp_client.device import canonical_record
 from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.schema import AttributeSpec, CollectionSpec, ReleasePolicy
-from ldp_shared.wire import decode_bits
+from ldp_shared.wire.reports import decode_bits
 
 from .conftest import BASE_URL, SPEC, MakeClient
 from .fake_aggregator import FakeAggregator

@@ -19,7 +19,7 @@ from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.errors import InvalidRecordError
 from ldp_shared.rand import seeded_rng, shared_secure_rng
 from ldp_shared.schema import AttributeSpec, CollectionSpec
-from ldp_shared.wire import REPORT_ID_PATTERN, Report, ReportBatch, decode_bits
+from ldp_shared.wire.reports import REPORT_ID_PATTERN, Report, ReportBatch, decode_bits
 
 
 def _config(*mechanisms: str, d: int = 11) -> CollectionConfig:

@@ -18,18 +18,13 @@ from pydantic import BaseModel
 import ldp_client
 from ldp_shared import frames
 from ldp_shared.errors import InvalidQueryError, LDPError, MissingDependencyError
-from ldp_shared.itemset_wire import ItemsetResult
-from ldp_shared.knn_wire import KnnClassification
 from ldp_shared.tabular import Tabular
-from ldp_shared.training_wire import TrainedModel
-from ldp_shared.trend_wire import DifferenceResult, TrendResult
-from ldp_shared.wire import (
-    FrequencyResult,
-    HeavyHittersResult,
-    MeanResult,
-    NaiveBayesModel,
-    QuantileResult,
-)
+from ldp_shared.wire.itemsets import ItemsetResult
+from ldp_shared.wire.knn import KnnClassification
+from ldp_shared.wire.naive_bayes import NaiveBayesModel
+from ldp_shared.wire.releases import FrequencyResult, HeavyHittersResult, MeanResult, QuantileResult
+from ldp_shared.wire.training import TrainedModel
+from ldp_shared.wire.trends import DifferenceResult, TrendResult
 
 RELEASE = {
     "collection": "survey",

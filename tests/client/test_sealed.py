@@ -14,7 +14,7 @@ from ldp_shared.collection import build_config
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.sealing import SealingKey, from_text, open_report, to_text
-from ldp_shared.wire import Report
+from ldp_shared.wire.reports import Report
 
 SPEC = {
     "name": "poll",

@@ -17,7 +17,7 @@ from ldp_shared.learning.device import loss_randomizer
 from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.mechanisms.gradient import gradient_randomizer
 from ldp_shared.rand import seeded_rng
-from ldp_shared.training_wire import (
+from ldp_shared.wire.training import (
     GradientMechanismConfig,
     LossMechanismConfig,
     Participation,

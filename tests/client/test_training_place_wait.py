@@ -21,7 +21,7 @@ from ldp_aggregator.settings import Settings
 from ldp_client import LDPClient
 from ldp_shared.errors import RateLimitedError
 from ldp_shared.rand import seeded_rng
-from ldp_shared.training_wire import Participation
+from ldp_shared.wire.training import Participation
 
 
 @pytest.fixture

@@ -32,8 +32,8 @@ from ldp_shared.analyses.itemsets import (
     estimate_itemsets,
     mine_frequent_itemsets,
 )
-from ldp_shared.itemset_wire import ItemsetResult
 from ldp_shared.rand import seeded_rng
+from ldp_shared.wire.itemsets import ItemsetResult
 from ldp_simulation.baskets import QuestParameters, basket_lists, item_names, quest_baskets
 
 pytestmark = pytest.mark.e2e

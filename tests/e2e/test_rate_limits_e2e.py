@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ldp_client import LDPClient, RateLimitedError
-from ldp_shared.wire import FrequencyResult
+from ldp_shared.wire.releases import FrequencyResult
 
 from .conftest import ADMIN, ANALYST, e2e_settings, serving
 

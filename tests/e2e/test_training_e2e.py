@@ -26,7 +26,7 @@ from ldp_shared.errors import (
     PrivacyPolicyError,
 )
 from ldp_shared.rand import seeded_rng
-from ldp_shared.training_wire import TrainingSpec
+from ldp_shared.wire.training import TrainingSpec
 from ldp_simulation.datasets import load_breast_cancer
 from ldp_simulation.train_fleet import (
     _collection_spec,

@@ -16,9 +16,9 @@ import pytest
 
 from ldp_shared.collection import build_config
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
-from ldp_shared.itemset_wire import mask_privacy
 from ldp_shared.mechanisms import Mask
 from ldp_shared.schema import CollectionSpec
+from ldp_shared.wire.itemsets import mask_privacy
 
 
 def _derived(p: float, s0: float) -> tuple[float, float]:

@@ -27,7 +27,8 @@ MODULES = [
     "ldp_shared.analyses.postprocess",
     "ldp_shared.rand",
     "ldp_shared.schema",
-    "ldp_shared.wire",
+    "ldp_shared.wire.releases",
+    "ldp_shared.wire.reports",
 ]
 
 

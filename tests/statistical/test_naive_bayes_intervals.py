@@ -28,7 +28,7 @@ from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.kernel import z_value
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import NaiveBayesTrainRequest
+from ldp_shared.wire.naive_bayes import NaiveBayesTrainRequest
 
 from ._stats import ALPHA, assert_z_power
 from .test_score_interval import NOMINAL, exact_normal_coverage, one_sided_short

@@ -35,7 +35,7 @@ from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.lifecycle import check_takes_reports
 from ldp_aggregator.writer import Pending
 from ldp_shared.errors import TransportError
-from ldp_shared.wire import ReportBatch
+from ldp_shared.wire.reports import ReportBatch
 
 logger = logging.getLogger("ldp_aggregator")
 

@@ -18,13 +18,8 @@ from ldp_aggregator.quantiles import DEFAULT_LEVELS, estimate_quantiles
 from ldp_aggregator.release import window_query
 from ldp_aggregator.result_downloads import CSV_RESPONSE, FormatParam, answer, filename
 from ldp_aggregator.routes.window_params import WindowFrom, WindowTo
-from ldp_shared.wire import (
-    FrequencyResult,
-    HeavyHittersResult,
-    MeanResult,
-    QuantileResult,
-    checked_range,
-)
+from ldp_shared.wire.base import checked_range
+from ldp_shared.wire.releases import FrequencyResult, HeavyHittersResult, MeanResult, QuantileResult
 
 router = APIRouter(prefix="/v1/collections", tags=["analyses"])
 

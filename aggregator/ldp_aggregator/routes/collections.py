@@ -15,9 +15,9 @@ from ldp_aggregator.storage import lifecycle, retention
 from ldp_aggregator.storage.collections import page_collection_names
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
-from ldp_shared.lifecycle_wire import CollectionStatus, Retention
-from ldp_shared.list_wire import CollectionList
 from ldp_shared.schema import CollectionSpec
+from ldp_shared.wire.lifecycle import CollectionStatus, Retention
+from ldp_shared.wire.lists import CollectionList
 
 router = APIRouter(prefix="/v1/collections", tags=["collections"])
 

@@ -25,15 +25,15 @@ from ldp_aggregator.result_downloads import (
 from ldp_aggregator.routes.page_params import Page
 from ldp_shared.errors import ConflictError
 from ldp_shared.frames import itemset_columns
-from ldp_shared.itemset_wire import (
+from ldp_shared.wire.base import checked_range
+from ldp_shared.wire.itemsets import (
     JOB_ID_PATTERN,
     ItemsetJob,
     ItemsetQuery,
     MaskPrivacy,
     mask_privacy,
 )
-from ldp_shared.list_wire import JobList
-from ldp_shared.wire import checked_range
+from ldp_shared.wire.lists import JobList
 
 
 @asynccontextmanager

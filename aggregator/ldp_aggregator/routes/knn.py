@@ -11,7 +11,7 @@ from ldp_aggregator.problems import problem_responses
 from ldp_aggregator.release import window_query
 from ldp_aggregator.result_downloads import CSV_RESPONSE, FormatParam, answer, filename
 from ldp_aggregator.routes.window_params import WindowFrom, WindowTo
-from ldp_shared.knn_wire import KnnClassification, KnnQuery
+from ldp_shared.wire.knn import KnnClassification, KnnQuery
 
 router = APIRouter(prefix="/v1/collections", tags=["analyses"])
 

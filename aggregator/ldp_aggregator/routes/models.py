@@ -14,8 +14,8 @@ from ldp_aggregator.release import window_query
 from ldp_aggregator.result_downloads import CSV_RESPONSE, FormatParam, answer, filename
 from ldp_aggregator.routes.page_params import Page
 from ldp_aggregator.routes.window_params import WindowFrom, WindowTo
-from ldp_shared.list_wire import ModelList
-from ldp_shared.wire import (
+from ldp_shared.wire.lists import ModelList
+from ldp_shared.wire.naive_bayes import (
     CategoricalNBExport,
     NaiveBayesModel,
     NaiveBayesPredictions,

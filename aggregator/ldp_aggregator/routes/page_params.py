@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Query
 
 from ldp_aggregator.pages import PageQuery
-from ldp_shared.list_wire import DEFAULT_LIMIT, MAX_CURSOR_LENGTH, MAX_LIMIT
+from ldp_shared.wire.lists import DEFAULT_LIMIT, MAX_CURSOR_LENGTH, MAX_LIMIT
 
 
 def _page_query(

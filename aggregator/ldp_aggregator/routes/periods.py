@@ -11,7 +11,7 @@ from ldp_aggregator.problems import problem_responses
 from ldp_aggregator.storage.period_retention import PeriodChange, drop_periods, merge_periods
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.periods import parse_bound
-from ldp_shared.trend_wire import PeriodChangeResult, PeriodDrop, PeriodMerge
+from ldp_shared.wire.trends import PeriodChangeResult, PeriodDrop, PeriodMerge
 
 router = APIRouter(
     prefix="/v1/collections", tags=["collections"], dependencies=[Depends(require_admin)]

@@ -12,8 +12,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from ldp_aggregator.problems import problem_responses
-from ldp_shared.plan_wire import Plan
 from ldp_shared.planner import MAX_REPORTS, plan
+from ldp_shared.wire.plan import Plan
 
 router = APIRouter(prefix="/v1", tags=["planning"])
 

@@ -8,7 +8,7 @@ from ldp_aggregator.auth import require_analyst
 from ldp_aggregator.deps import app_state
 from ldp_aggregator.privacy_spent import privacy_spent
 from ldp_aggregator.problems import problem_responses
-from ldp_shared.privacy_wire import PrivacySpent
+from ldp_shared.wire.privacy import PrivacySpent
 
 router = APIRouter(prefix="/v1", tags=["privacy"])
 

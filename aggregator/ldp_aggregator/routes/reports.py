@@ -16,7 +16,7 @@ from ldp_aggregator.reshuffler import Reshuffler
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.writer import ReportWriter
 from ldp_shared.errors import CollectionNotFoundError, ConflictError
-from ldp_shared.wire import BatchResult, ReportBatch
+from ldp_shared.wire.reports import BatchResult, ReportBatch
 
 _CREATE_LOCK = threading.Lock()
 

@@ -30,7 +30,7 @@ from ldp_aggregator.storage.collections import StoredCollection
 from ldp_shared.errors import ConflictError, InvalidReportError, InvalidRequestError
 from ldp_shared.request_model import RequestModel
 from ldp_shared.sealing import SUITE_NAME, UnknownKeyError, from_text, open_report, to_text
-from ldp_shared.wire import MAX_BATCH, Report, ReportBatch
+from ldp_shared.wire.reports import MAX_BATCH, Report, ReportBatch
 
 router = APIRouter(prefix="/v1/collections", tags=["shuffled"])
 _CREATE_LOCK = threading.Lock()

@@ -15,10 +15,10 @@ from ldp_aggregator.problems import problem_responses
 from ldp_aggregator.result_downloads import CSV_RESPONSE, FormatParam, answer, filename
 from ldp_aggregator.routes.page_params import Page
 from ldp_aggregator.storage.collections import StoredCollection
-from ldp_shared.itemset_wire import check_job_id
 from ldp_shared.learning.layout import FeatureLayout
-from ldp_shared.list_wire import JobList
-from ldp_shared.training_wire import (
+from ldp_shared.wire.itemsets import check_job_id
+from ldp_shared.wire.lists import JobList
+from ldp_shared.wire.training import (
     TOKEN_PATTERN,
     Participation,
     ParticipationReport,

@@ -14,7 +14,7 @@ from ldp_aggregator.result_downloads import CSV_RESPONSE, FormatParam, answer, f
 from ldp_aggregator.routes.analyses import ConfidenceLevel
 from ldp_aggregator.routes.window_params import WindowFrom, WindowTo
 from ldp_aggregator.trends import difference_result, trend_result
-from ldp_shared.trend_wire import DifferenceResult, TrendResult
+from ldp_shared.wire.trends import DifferenceResult, TrendResult
 
 router = APIRouter(prefix="/v1/collections", tags=["analyses"])
 

@@ -6,12 +6,13 @@ base64url sealed reports, :mod:`ldp_shared.sealing`), stores them durably
 only then. The app reads nothing of the request but its path and body: no address, no
 header, no time; it writes no access log.
 
-The forwarder wakes after each upload and every ``interval`` seconds. For each collection
-holding at least ``min_batch`` blobs it takes them (up to :data:`~ldp_shared.wire.MAX_BATCH`),
-puts them in uniformly random order with :class:`secrets.SystemRandom` (Fisher–Yates
-over the operating system's CSPRNG), posts them as one batch to the aggregator's
-``/v1/collections/{name}/shuffled-batches`` with the shuffler token, and deletes them
-only after a 200. On any other answer they stay held and are tried again later.
+The forwarder wakes after each upload and every ``interval`` seconds. For each
+collection holding at least ``min_batch`` blobs it takes them (up to
+:data:`~ldp_shared.wire.reports.MAX_BATCH`), puts them in uniformly random order with
+:class:`secrets.SystemRandom` (Fisher–Yates over the operating system's CSPRNG), posts
+them as one batch to the aggregator's ``/v1/collections/{name}/shuffled-batches`` with
+the shuffler token, and deletes them only after a 200. On any other answer they stay
+held and are tried again later.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ldp_aggregator.shuffler.store import BlobStore
 from ldp_shared.errors import InvalidReportError
 from ldp_shared.request_model import RequestModel
 from ldp_shared.sealing import blob_key_id, from_text, to_text
-from ldp_shared.wire import MAX_BATCH
+from ldp_shared.wire.reports import MAX_BATCH
 
 __all__ = ["ShufflerSettings", "create_shuffler_app"]
 

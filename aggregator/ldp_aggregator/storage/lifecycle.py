@@ -27,7 +27,7 @@ from sqlalchemy import Connection, Engine, delete, func, select, update
 from ldp_aggregator.storage.collections import StoredCollection, utc_today
 from ldp_aggregator.storage.tables import collection_stats, collections
 from ldp_shared.errors import CollectionClosedError, CollectionNotFoundError, LDPError
-from ldp_shared.lifecycle_wire import CollectionStatus
+from ldp_shared.wire.lifecycle import CollectionStatus
 
 
 def gone(collection: StoredCollection) -> CollectionNotFoundError:

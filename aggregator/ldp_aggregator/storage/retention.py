@@ -23,7 +23,7 @@ from sqlalchemy import Connection, Engine, select, update
 from ldp_aggregator.storage.collections import StoredCollection, utc_today
 from ldp_aggregator.storage.lifecycle import gone, lock_collection, status_in
 from ldp_aggregator.storage.tables import collections, reports
-from ldp_shared.lifecycle_wire import CollectionStatus
+from ldp_shared.wire.lifecycle import CollectionStatus
 
 FOLDED = b""
 """The bits of a folded report."""

@@ -20,8 +20,8 @@ from ldp_aggregator.problems import http_status
 from ldp_aggregator.ui.render import render
 from ldp_aggregator.ui.session import signed_in_role
 from ldp_shared.errors import InvalidQueryError, LDPError
-from ldp_shared.plan_wire import Plan
 from ldp_shared.planner import plan
+from ldp_shared.wire.plan import Plan
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 

@@ -27,7 +27,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.wire import encode_bits
+from ldp_shared.wire.reports import encode_bits
 
 from ..conftest import packed_reports
 

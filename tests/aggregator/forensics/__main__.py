@@ -31,7 +31,7 @@ from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import upgrade
 from ldp_aggregator.writer import ReportWriter
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import ReportBatch
+from ldp_shared.wire.reports import ReportBatch
 
 from ..conftest import spec_payload
 from . import Arrival, measure, seeded_requests

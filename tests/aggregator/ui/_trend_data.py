@@ -16,7 +16,7 @@ from ldp_aggregator.ingest import ingest_batch
 from ldp_aggregator.storage.collections import load_collection
 from ldp_shared.codec import Privatizer
 from ldp_shared.rand import seeded_rng
-from ldp_shared.wire import ReportBatch
+from ldp_shared.wire.reports import ReportBatch
 
 from ..conftest import COLORS, report_dicts
 from ._data import Poster, _create

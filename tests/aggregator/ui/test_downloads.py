@@ -16,10 +16,11 @@ from pydantic import BaseModel
 
 from ldp_aggregator.result_downloads import csv_cell
 from ldp_shared import frames
-from ldp_shared.itemset_wire import ItemsetJob
-from ldp_shared.knn_wire import KnnClassification
-from ldp_shared.trend_wire import TrendResult
-from ldp_shared.wire import FrequencyResult, MeanResult, NaiveBayesModel, QuantileResult
+from ldp_shared.wire.itemsets import ItemsetJob
+from ldp_shared.wire.knn import KnnClassification
+from ldp_shared.wire.naive_bayes import NaiveBayesModel
+from ldp_shared.wire.releases import FrequencyResult, MeanResult, QuantileResult
+from ldp_shared.wire.trends import TrendResult
 
 from ..conftest import ANALYST, TestClient
 from ..test_api_knn import create as create_knn

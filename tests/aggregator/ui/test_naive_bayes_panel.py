@@ -13,7 +13,7 @@ from sqlalchemy import delete
 from ldp_aggregator.storage.collections import utc_today
 from ldp_aggregator.storage.models import insert_model
 from ldp_aggregator.storage.tables import models
-from ldp_shared.wire import COUNT_REPAIRS
+from ldp_shared.wire.naive_bayes import COUNT_REPAIRS
 
 from ..conftest import ANALYST, TestClient
 from .conftest import sign_in_client

@@ -11,8 +11,8 @@ import re
 from html import unescape
 
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.privacy_wire import PrivacySpent
 from ldp_shared.rand import seeded_rng
+from ldp_shared.wire.privacy import PrivacySpent
 
 from ..conftest import ADMIN, ANALYST, TestClient, spec_payload
 from ..training_helpers import answer, ask, jobs_path, records, spec

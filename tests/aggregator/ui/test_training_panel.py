@@ -9,7 +9,7 @@ from html import unescape
 
 from ldp_aggregator.ui.panels.training import curve_groups
 from ldp_shared.rand import seeded_rng
-from ldp_shared.training_wire import RoundLog
+from ldp_shared.wire.training import RoundLog
 
 from ..conftest import ANALYST, TestClient
 from ..training_helpers import answer, ask, jobs_path, records, spec

@@ -17,7 +17,7 @@ from ldp_aggregator.ui.states import problem_view
 from ldp_shared.candidates import MAX_CANDIDATES
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import LDPError
-from ldp_shared.wire import FrequencyResult
+from ldp_shared.wire.releases import FrequencyResult
 
 CONFIDENCE = 0.95
 

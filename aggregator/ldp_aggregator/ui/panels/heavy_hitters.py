@@ -18,7 +18,7 @@ from ldp_aggregator.ui.states import problem_view
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidQueryError, LDPError
 from ldp_shared.mechanisms.prefix_hashing import PrefixHashingSpec
-from ldp_shared.wire import HeavyHittersResult
+from ldp_shared.wire.releases import HeavyHittersResult
 
 CONFIDENCE = 0.95
 DEFAULT_K = "20"

@@ -20,7 +20,7 @@ from ldp_shared import frames
 from ldp_shared.analyses.itemsets.rules import UNINFORMATIVE_WIDTH
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidQueryError, NotFoundError
-from ldp_shared.itemset_wire import ItemsetJob, ItemsetQuery, ItemsetResult
+from ldp_shared.wire.itemsets import ItemsetJob, ItemsetQuery, ItemsetResult
 
 PAGE_SIZE = 50
 """Rules (and itemsets) per page: a page stays a screen or two, never 13,000 px."""

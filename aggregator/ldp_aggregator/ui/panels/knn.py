@@ -20,7 +20,7 @@ from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidQueryError, LDPError
 from ldp_shared.kernel import z_value
 from ldp_shared.knn_cells import KnnFeature
-from ldp_shared.knn_wire import KnnClassification, KnnQuery
+from ldp_shared.wire.knn import KnnClassification, KnnQuery
 
 SLUG = "knn"
 DEFAULT_K = "25"

@@ -21,7 +21,7 @@ from ldp_aggregator.ui.states import problem_view
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import LDPError
 from ldp_shared.kernel import z_value
-from ldp_shared.wire import MeanResult
+from ldp_shared.wire.releases import MeanResult
 
 CONFIDENCE = 0.95
 

@@ -21,7 +21,7 @@ from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView, Redirect
 from ldp_aggregator.ui.states import problem_view
 from ldp_shared.errors import InvalidQueryError, LDPError
 from ldp_shared.validation import one_line
-from ldp_shared.wire import (
+from ldp_shared.wire.naive_bayes import (
     COUNT_REPAIRS,
     MAX_PREDICT_RECORDS,
     NaiveBayesModel,

@@ -14,7 +14,7 @@ from ldp_aggregator.ui.panels.frequencies import INTERVALS
 from ldp_aggregator.ui.states import problem_view
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import LDPError
-from ldp_shared.wire import QuantileResult
+from ldp_shared.wire.releases import QuantileResult
 
 CONFIDENCE = 0.95
 

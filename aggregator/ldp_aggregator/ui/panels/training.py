@@ -24,7 +24,7 @@ from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView
 from ldp_aggregator.ui.states import problem_view
 from ldp_shared.errors import LDPError
 from ldp_shared.learning.device import LOSS_CAP
-from ldp_shared.training_wire import RoundLog, TrainedModel, TrainingJob
+from ldp_shared.wire.training import RoundLog, TrainedModel, TrainingJob
 
 CURVE_POINTS = 20
 Z95 = 1.959963984540054

@@ -24,7 +24,7 @@ from ldp_shared import candidates
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import LDPError
 from ldp_shared.trend_series import SeriesPoint, series
-from ldp_shared.trend_wire import TrendResult
+from ldp_shared.wire.trends import TrendResult
 
 CONFIDENCE = 0.95
 SLUG = "trend"

@@ -61,7 +61,7 @@ from ldp_shared.analyses.itemsets.rules import (
     informative,
     itemsets_table,
 )
-from ldp_shared.itemset_wire import MAX_ITEMSET_SIZE, check_mining_query
+from ldp_shared.wire.itemsets import MAX_ITEMSET_SIZE, check_mining_query
 
 __all__ = [
     "DEFAULT_CHUNK_ROWS",

@@ -24,8 +24,8 @@ from ldp_shared.analyses.itemsets.channel import BitChannel
 from ldp_shared.analyses.itemsets.counting import CountingMethod, ProgressCallback
 from ldp_shared.analyses.itemsets.estimator import _level_k, _level_one
 from ldp_shared.errors import InvalidQueryError
-from ldp_shared.itemset_wire import MAX_ITEMSET_SIZE, check_mining_query
 from ldp_shared.kernel import z_value
+from ldp_shared.wire.itemsets import MAX_ITEMSET_SIZE, check_mining_query
 
 DEFAULT_MAX_CANDIDATES = 5_000_000
 """Candidates of one level beyond which mining stops with :class:`InvalidQueryError`."""

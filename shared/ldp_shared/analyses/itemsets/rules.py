@@ -58,8 +58,8 @@ from ldp_shared.analyses.itemsets.apriori import ItemsetLevel, _subset_masks
 from ldp_shared.analyses.itemsets.bits import FloatArray, IntArray
 from ldp_shared.analyses.itemsets.cells import consistent_supports, subset_supports
 from ldp_shared.analyses.itemsets.mining import FrequentItemsets
-from ldp_shared.itemset_wire import check_mining_query
 from ldp_shared.kernel import z_value
+from ldp_shared.wire.itemsets import check_mining_query
 
 UNINFORMATIVE_WIDTH = 0.5
 """A confidence interval (clipped to [0, 1]) this wide or wider flags its rule uninformative."""

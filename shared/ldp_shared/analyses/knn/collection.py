@@ -13,7 +13,7 @@ unchanged:
 * :func:`protocol_of` the protocol of a kNN collection's config;
 * :func:`counts_from_collection` reads the per-table counters and report counts out of
   the statistics (:class:`InsufficientReportsError` below the release minimum);
-* :func:`classify` answers a :class:`~ldp_shared.knn_wire.KnnQuery` from them.
+* :func:`classify` answers a :class:`~ldp_shared.wire.knn.KnnQuery` from them.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from ldp_shared.analyses.knn.cells import CellCounts, CellProtocol
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import ConfigurationError, InsufficientReportsError, InvalidQueryError
 from ldp_shared.knn_cells import KnnCells, cell_attribute
-from ldp_shared.knn_wire import KnnClassification, KnnPrediction, KnnQuery
 from ldp_shared.schema import CollectionSpec
+from ldp_shared.wire.knn import KnnClassification, KnnPrediction, KnnQuery
 
 
 def collection_spec(

@@ -37,7 +37,7 @@ from ldp_shared.learning import device
 from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomizer
 from ldp_shared.mechanisms.lattice import LatticeRandomizer
 from ldp_shared.rand import resolve_rng
-from ldp_shared.training_wire import TrainingSpec
+from ldp_shared.wire.training import TrainingSpec
 
 Decay = Literal["constant", "inverse-sqrt"]
 

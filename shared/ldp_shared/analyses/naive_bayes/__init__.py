@@ -53,7 +53,7 @@ from ldp_shared.analyses.naive_bayes.training import (
     fit_collection,
     require_finite,
 )
-from ldp_shared.wire import NaiveBayesModel
+from ldp_shared.wire.naive_bayes import NaiveBayesModel
 
 __all__ = [
     "FLOOR",

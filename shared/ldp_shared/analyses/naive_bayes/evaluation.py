@@ -20,7 +20,7 @@ from ldp_shared.codec import encode_columns, records_to_columns
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.rand import seeded_rng
-from ldp_shared.wire import NaiveBayesModel, NaiveBayesTrainRequest
+from ldp_shared.wire.naive_bayes import NaiveBayesModel, NaiveBayesTrainRequest
 
 
 def non_private_model(

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ldp_shared.analyses.naive_bayes.repair import FLOOR
-from ldp_shared.wire import CategoricalNBExport, NaiveBayesModel
+from ldp_shared.wire.naive_bayes import CategoricalNBExport, NaiveBayesModel
 
 
 def export_categorical_nb(model: NaiveBayesModel) -> CategoricalNBExport:

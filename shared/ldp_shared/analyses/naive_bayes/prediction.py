@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.kernel import FloatArray
-from ldp_shared.wire import NaiveBayesModel, NaiveBayesPrediction, NaiveBayesPredictions
+from ldp_shared.wire.naive_bayes import NaiveBayesModel, NaiveBayesPrediction, NaiveBayesPredictions
 
 
 def encode_queries(

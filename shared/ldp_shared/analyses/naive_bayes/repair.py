@@ -34,7 +34,7 @@ import numpy as np
 from ldp_shared.analyses.postprocess import norm_sub
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.kernel import FloatArray
-from ldp_shared.wire import CountRepair
+from ldp_shared.wire.naive_bayes import CountRepair
 
 FLOOR = 1e-10
 """Smallest smoothed count: keeps every logarithm finite when ``α = 0`` meets a zero count

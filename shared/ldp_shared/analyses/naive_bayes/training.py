@@ -14,7 +14,7 @@ by being estimated at exactly 0 nor stay negative. Without noise (``p = 1``, ``q
 ``P(x_j = v | c) = Ñ_j(v, c) / Σ_v' Ñ_j(v', c)`` and ``P(c) = Ñ(c) / Σ_c' Ñ(c')``.
 
 :func:`fit_collection` trains from a label collection's statistics; :func:`describe`
-gives the released :class:`~ldp_shared.wire.NaiveBayesModel` (counts, standard errors,
+gives the released :class:`~ldp_shared.wire.naive_bayes.NaiveBayesModel` (counts, standard errors,
 score intervals of the counts as in :mod:`.counts`, smoothed counts, probabilities);
 :func:`build_model` does both. The intervals are released only: the smoothing and the
 probabilities use the counts and standard errors alone.
@@ -45,7 +45,7 @@ from ldp_shared.analyses.naive_bayes.repair import (
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.kernel import FloatArray, z_value
-from ldp_shared.wire import (
+from ldp_shared.wire.naive_bayes import (
     MAX_ALPHA,
     CountRepair,
     NaiveBayesFeature,

@@ -19,8 +19,8 @@ from ldp_shared.codec import Privatizer, decode_reports
 from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.knn_cells import KnnCells, device_columns
-from ldp_shared.knn_wire import KnnQuery
 from ldp_shared.rand import seeded_rng
+from ldp_shared.wire.knn import KnnQuery
 
 CLASSES = ["no", "yes"]
 CELLS = KnnCells.model_validate(

@@ -8,7 +8,7 @@ from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.codec import Privatizer, decode_reports
 from ldp_shared.collection import build_config
 from ldp_shared.rand import seeded_rng
-from ldp_shared.wire import NaiveBayesTrainRequest
+from ldp_shared.wire.naive_bayes import NaiveBayesTrainRequest
 
 from ._car import CAR, car_spec
 

@@ -16,7 +16,7 @@ import pytest
 from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.kernel import unary_epsilon
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import FrequencyResult
+from ldp_shared.wire.releases import FrequencyResult
 
 from ._car import CAR, FEATURES, car_spec, domain, sample_spec
 

@@ -21,7 +21,7 @@ from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire import NaiveBayesTrainRequest
+from ldp_shared.wire.naive_bayes import NaiveBayesTrainRequest
 
 from ._car import CAR, CLASSES, car_spec, categorical_nb, matrix
 

@@ -9,13 +9,12 @@ import pytest
 from pydantic import ValidationError
 
 from ldp_shared.errors import InvalidReportError
-from ldp_shared.wire import (
-    COUNT_REPAIRS,
+from ldp_shared.wire.naive_bayes import COUNT_REPAIRS, NaiveBayesTrainRequest
+from ldp_shared.wire.releases import FrequencyResult
+from ldp_shared.wire.reports import (
     MAX_BATCH,
     REPORT_ID_PATTERN,
     BatchResult,
-    FrequencyResult,
-    NaiveBayesTrainRequest,
     Report,
     ReportBatch,
     ReportOutcome,

@@ -13,21 +13,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ldp_shared.central import CentralRelease
 from ldp_shared.request_model import RequestModel
 from ldp_shared.tabular import Tabular
-from ldp_shared.wire import FrequencyResult, MeanResult, PeriodWindow
+from ldp_shared.wire.base import WireModel
+from ldp_shared.wire.releases import FrequencyResult, MeanResult, PeriodWindow
 
 ReleasedAs = Literal["frequencies", "mean"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class TrendPoint(_Frozen):
+class TrendPoint(WireModel):
     """One period of a trend: its reports and its estimate (or why it is withheld)."""
 
     period: str = Field(description="the period, ISO 8601 (2026-11-26, 2026-W48, 2026-11-26T13Z)")
@@ -44,7 +41,7 @@ class TrendPoint(_Frozen):
     )
 
 
-class TrendResult(_Frozen, Tabular):
+class TrendResult(WireModel, Tabular):
     """One estimate per period of a window, oldest first."""
 
     collection: str
@@ -55,7 +52,7 @@ class TrendResult(_Frozen, Tabular):
     points: list[TrendPoint]
 
 
-class DifferenceResult(_Frozen, Tabular):
+class DifferenceResult(WireModel, Tabular):
     """``window``'s estimate minus ``baseline``'s, value by value (a mean: one value,
     ``"mean"``), with normal intervals: the two windows hold different reports, so their
     estimates' variances add."""
@@ -109,7 +106,7 @@ class PeriodDrop(RequestModel):
     confirm: str = Field(min_length=1, description="the collection's name again")
 
 
-class PeriodChangeResult(_Frozen):
+class PeriodChangeResult(WireModel):
     """What a merge or a drop did."""
 
     collection: str

@@ -14,16 +14,13 @@ nothing more (Dwork and Roth 2014, Prop 2.1).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ldp_shared.central import CentralRelease
+from ldp_shared.wire.base import WireModel
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class CollectionSpend(_Wire):
+class CollectionSpend(WireModel):
     """One collection: what one report costs, and how much has been sent and released."""
 
     collection: str
@@ -52,7 +49,7 @@ class CollectionSpend(_Wire):
     )
 
 
-class TrainingSpend(_Wire):
+class TrainingSpend(WireModel):
     """One training job: each device sends one report (a gradient or a loss)."""
 
     collection: str
@@ -66,7 +63,7 @@ class TrainingSpend(_Wire):
     released: bool = Field(description="whether its model is released (the job is done)")
 
 
-class DeviceBound(_Wire):
+class DeviceBound(WireModel):
     """The most a device that took part in everything listed has spent."""
 
     epsilon: float
@@ -75,7 +72,7 @@ class DeviceBound(_Wire):
     rule: str = Field(description="the composition rule, in words")
 
 
-class PrivacySpent(_Wire):
+class PrivacySpent(WireModel):
     """``GET /v1/privacy``: every collection and training job, and the composed bound."""
 
     collections: list[CollectionSpend]

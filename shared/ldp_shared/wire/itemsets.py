@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ldp_shared.collection import AttributeConfig
 from ldp_shared.errors import InvalidQueryError, NotFoundError
@@ -21,7 +21,7 @@ from ldp_shared.kernel import z_value
 from ldp_shared.mechanisms import Mask
 from ldp_shared.request_model import RequestModel
 from ldp_shared.tabular import Tabular
-from ldp_shared.wire import checked_range
+from ldp_shared.wire.base import WireModel, checked_range
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9_-]{16,32}$"
 _JOB_ID = re.compile(JOB_ID_PATTERN)
@@ -48,10 +48,6 @@ MAX_ITEMSET_SIZE = 12
 """Longest itemset mined: the estimator and the rules visit the ``2^k`` subsets."""
 
 JobStatus = Literal["queued", "running", "done", "failed"]
-
-
-class _Wire(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class ItemsetQuery(RequestModel):
@@ -113,7 +109,7 @@ class ItemsetQuery(RequestModel):
             raise InvalidQueryError(f"privacy_weight must lie in [0, 1], got {self.privacy_weight}")
 
 
-class ItemsetEstimate(_Wire):
+class ItemsetEstimate(WireModel):
     """One frequent itemset with its unbiased support estimate."""
 
     items: list[str]
@@ -123,7 +119,7 @@ class ItemsetEstimate(_Wire):
     ci_high: float
 
 
-class RuleEstimate(_Wire):
+class RuleEstimate(WireModel):
     """``antecedent → consequent`` from the estimated supports, with delta-method standard
     errors and intervals (at the result's ``confidence`` level) for confidence and lift."""
 
@@ -149,7 +145,7 @@ class RuleEstimate(_Wire):
     )
 
 
-class LevelInfo(_Wire):
+class LevelInfo(WireModel):
     """What mining one itemset length cost."""
 
     length: int
@@ -159,7 +155,7 @@ class LevelInfo(_Wire):
     seconds: float
 
 
-class MaskPrivacy(_Wire):
+class MaskPrivacy(WireModel):
     """The privacy of a MASK attribute, in ε and in the paper's reconstruction measure.
 
     ``R1``/``R0``: the probabilities that a true 1/0 of a basket is reconstructed from
@@ -205,7 +201,7 @@ def mask_privacy(attribute: AttributeConfig, average_support: float, weight: flo
     )
 
 
-class ItemsetResult(_Wire, Tabular):
+class ItemsetResult(WireModel, Tabular):
     """Frequent itemsets and association rules mined from a MASK attribute."""
 
     collection: str
@@ -249,7 +245,7 @@ class ItemsetResult(_Wire, Tabular):
         return frames.frame_of(frames.itemset_columns(self, what), self)
 
 
-class JobError(_Wire):
+class JobError(WireModel):
     """Why a job failed, as the problem document the request would have answered."""
 
     type: str
@@ -258,7 +254,7 @@ class JobError(_Wire):
     detail: str
 
 
-class ItemsetJob(_Wire):
+class ItemsetJob(WireModel):
     """A mining run: its state and, once done, its result."""
 
     id: str

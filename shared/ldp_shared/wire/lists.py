@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from datetime import date
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from ldp_shared.itemset_wire import JobStatus
+from ldp_shared.wire.base import WireModel
+from ldp_shared.wire.itemsets import JobStatus
 
 DEFAULT_LIMIT = 100
 """Entries of a page when the request names no ``limit``."""
@@ -28,25 +29,21 @@ MAX_CURSOR_LENGTH = 200
 NEXT_CURSOR = "the cursor of the next page (pass it back as ?cursor=); null on the last page"
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class CollectionList(_Wire):
+class CollectionList(WireModel):
     """One page of collection names, by name."""
 
     collections: list[str]
     next_cursor: str | None = Field(default=None, description=NEXT_CURSOR)
 
 
-class ModelList(_Wire):
+class ModelList(WireModel):
     """One page of a collection's model ids, by id."""
 
     models: list[str]
     next_cursor: str | None = Field(default=None, description=NEXT_CURSOR)
 
 
-class JobSummary(_Wire):
+class JobSummary(WireModel):
     """A job as a list shows it: enough to find a lost id, nothing about any sender."""
 
     id: str
@@ -55,7 +52,7 @@ class JobSummary(_Wire):
     created_day: date = Field(description="the UTC day the job was created")
 
 
-class JobList(_Wire):
+class JobList(WireModel):
     """One page of a collection's jobs of one kind, by id."""
 
     jobs: list[JobSummary]

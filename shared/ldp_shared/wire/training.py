@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ldp_shared.itemset_wire import JobError, JobStatus
 from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.request_model import RequestModel
 from ldp_shared.tabular import Tabular
+from ldp_shared.wire.itemsets import JobError, JobStatus
 
 Role = Literal["gradient", "loss"]
 Decay = Literal["constant", "inverse-sqrt"]

@@ -14,16 +14,12 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ldp_shared.central import CentralRelease
 from ldp_shared.request_model import RequestModel
 from ldp_shared.tabular import Tabular
-
-
-class _Wire(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+from ldp_shared.wire.base import WireModel
 
 MAX_PREDICT_RECORDS = 10_000
 MODEL_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
@@ -75,7 +71,7 @@ class NaiveBayesTrainRequest(RequestModel):
     )
 
 
-class NaiveBayesSmoothing(_Wire):
+class NaiveBayesSmoothing(WireModel):
     """How raw unbiased counts became the model's probabilities (stated in every model)."""
 
     alpha: float
@@ -84,7 +80,7 @@ class NaiveBayesSmoothing(_Wire):
     rule: str = Field(description="the formula, in words")
 
 
-class NaiveBayesFeature(_Wire):
+class NaiveBayesFeature(WireModel):
     """One feature's conditional probability table and the counts it was derived from.
 
     Matrices are class-major: row ``c`` (in ``classes`` order), column ``v`` (in
@@ -110,7 +106,7 @@ class NaiveBayesFeature(_Wire):
     log_prob: list[list[float]] = Field(description="ln P(x = v | c)")
 
 
-class NaiveBayesModel(_Wire, Tabular):
+class NaiveBayesModel(WireModel, Tabular):
     """A naive Bayes classifier trained from a label collection's sufficient statistics."""
 
     id: str
@@ -162,19 +158,19 @@ class NaiveBayesPredictRequest(RequestModel):
     records: list[dict[str, str]] = Field(min_length=1, max_length=MAX_PREDICT_RECORDS)
 
 
-class NaiveBayesPrediction(_Wire):
+class NaiveBayesPrediction(WireModel):
     predicted: str
     probabilities: list[float] = Field(description="P(c | record), in the model's class order")
 
 
-class NaiveBayesPredictions(_Wire):
+class NaiveBayesPredictions(WireModel):
     model_id: str
     label: str
     classes: list[str]
     predictions: list[NaiveBayesPrediction]
 
 
-class CategoricalNBExport(_Wire):
+class CategoricalNBExport(WireModel):
     """The model as the attributes of a fitted scikit-learn ``CategoricalNB``.
 
     ``feature_log_prob_[j]`` is ``k × d_j``; a record is encoded as the index of each

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from ldp_shared.wire.base import WireModel
 
 AttributeKind = Literal["categorical", "numeric", "open"]
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PlanEntry(_Wire):
+class PlanEntry(WireModel):
     """One mechanism's prediction for the query."""
 
     mechanism: str
@@ -44,7 +42,7 @@ class PlanEntry(_Wire):
     )
 
 
-class Plan(_Wire):
+class Plan(WireModel):
     """The planner's answer: the query echoed and the mechanisms, best first."""
 
     kind: AttributeKind

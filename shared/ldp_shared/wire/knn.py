@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.request_model import RequestModel
 from ldp_shared.tabular import Tabular
-from ldp_shared.wire import checked_range
+from ldp_shared.wire.base import checked_range
 
 MAX_QUERY_POINTS = 10_000
 MAX_NEIGHBOURS = 1_000_000_000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ldp_shared.errors import NotFoundError
-from ldp_shared.itemset_wire import check_job_id
+from ldp_shared.wire.itemsets import check_job_id
 
 
 def test_an_id_a_job_can_have_passes_unchanged() -> None:

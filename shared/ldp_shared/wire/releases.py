@@ -1,167 +1,33 @@
-"""Wire types: what travels between the SDK and the aggregator.
+"""Released estimates of one attribute: frequencies, heavy hitters, means, quantiles.
 
-A report carries only a client-chosen random id, the config hash and the packed
-perturbed bits (base64). There is no field in which a raw value could travel.
+Each states first what it rests on (collection, attribute, mechanism, reports, exact ε,
+the period window and, for a shuffled collection, the central guarantee).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import secrets
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.config import JsonDict
+from pydantic import Field
 
 from ldp_shared.central import CentralRelease
-from ldp_shared.errors import InvalidReportError
-from ldp_shared.naive_bayes_wire import (
-    COUNT_REPAIRS,
-    MAX_ALPHA,
-    MAX_PREDICT_RECORDS,
-    MODEL_ID_PATTERN,
-    CategoricalNBExport,
-    CountRepair,
-    NaiveBayesFeature,
-    NaiveBayesModel,
-    NaiveBayesPrediction,
-    NaiveBayesPredictions,
-    NaiveBayesPredictRequest,
-    NaiveBayesSmoothing,
-    NaiveBayesTrainRequest,
-)
-from ldp_shared.request_model import RequestModel
 from ldp_shared.tabular import Tabular
+from ldp_shared.wire.base import WireModel
 
-# The naive Bayes types are defined in ldp_shared.naive_bayes_wire and re-exported here.
 __all__ = [
-    "COUNT_REPAIRS",
-    "MAX_ALPHA",
-    "MAX_BATCH",
-    "MAX_PREDICT_RECORDS",
-    "MODEL_ID_PATTERN",
-    "REPORT_ID_PATTERN",
-    "BatchResult",
-    "CategoricalNBExport",
-    "CountRepair",
     "FrequencyResult",
     "HeavyHittersResult",
     "IBUStatus",
     "MeanResult",
-    "NaiveBayesFeature",
-    "NaiveBayesModel",
-    "NaiveBayesPredictRequest",
-    "NaiveBayesPrediction",
-    "NaiveBayesPredictions",
-    "NaiveBayesSmoothing",
-    "NaiveBayesTrainRequest",
     "OrdinalEstimate",
     "OrdinalSummary",
+    "PeriodWindow",
     "Quantile",
     "QuantileResult",
-    "Report",
-    "ReportBatch",
-    "ReportOutcome",
-    "ReportStatus",
-    "checked_range",
-    "decode_bits",
-    "encode_bits",
-    "new_report_id",
 ]
 
-REPORT_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
-MAX_BATCH = 10_000
 
-
-def checked_range(
-    *,
-    gt: float | None = None,
-    ge: float | None = None,
-    lt: float | None = None,
-    le: float | None = None,
-) -> JsonDict:
-    """The JSON-schema bounds of a number that the code checks itself.
-
-    Passed as ``json_schema_extra`` so that the OpenAPI document states the range a value
-    must lie in (a request within every stated bound is not refused for its ranges),
-    while the check keeps answering with its own problem (``invalid-query``) instead of
-    a generic validation failure. ``tests/aggregator/test_openapi.py`` holds the two
-    together at every bound.
-    """
-    stated: dict[str, float | None] = {
-        "exclusiveMinimum": gt,
-        "minimum": ge,
-        "exclusiveMaximum": lt,
-        "maximum": le,
-    }
-    return {key: bound for key, bound in stated.items() if bound is not None}
-
-
-def new_report_id() -> str:
-    """A fresh random report id (128 bits, URL-safe base64)."""
-    return secrets.token_urlsafe(16)
-
-
-def encode_bits(packed: bytes) -> str:
-    """Standard base64 (RFC 4648 §4, with padding) of a packed report."""
-    return base64.b64encode(packed).decode("ascii")
-
-
-def decode_bits(text: str) -> bytes:
-    """Strict inverse of :func:`encode_bits`; :class:`InvalidReportError` on anything else.
-
-    Besides the alphabet and padding, the encoding must be canonical (RFC 4648 §3.5): the
-    unused bits before the padding are zero, so each byte string has one accepted text.
-    """
-    try:
-        encoded = text.encode("ascii")
-        raw = base64.b64decode(encoded, validate=True)
-    except (binascii.Error, UnicodeEncodeError, ValueError):
-        raise InvalidReportError("bits are not valid base64") from None
-    if base64.b64encode(raw) != encoded:
-        raise InvalidReportError("bits are not canonical base64 (padding bits are set)")
-    return raw
-
-
-class _Wire(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Report(RequestModel):
-    """One perturbed record.
-
-    The members' types are the request's shape (a batch with a report of another shape
-    is refused whole); their values are judged report by report, each answering an
-    outcome of its own (``id`` must match :data:`REPORT_ID_PATTERN`).
-    """
-
-    id: str = Field(description="client-chosen random id; retries reuse it")
-    config_hash: str = Field(description="the collection's config hash")
-    bits: str = Field(description="packed perturbed bits, canonical base64 with padding")
-
-
-class ReportBatch(RequestModel):
-    reports: list[Report] = Field(min_length=1, max_length=MAX_BATCH)
-
-
-ReportStatus = Literal["accepted", "duplicate", "rejected"]
-
-
-class ReportOutcome(_Wire):
-    id: str
-    status: ReportStatus
-    reason: str | None = None
-
-
-class BatchResult(_Wire):
-    accepted: int
-    duplicate: int
-    rejected: int
-    outcomes: list[ReportOutcome]
-
-
-class PeriodWindow(_Wire):
+class PeriodWindow(WireModel):
     """The periods an estimate rests on: ``first`` … ``last``, both included."""
 
     period: Literal["hour", "day", "week"]
@@ -170,7 +36,7 @@ class PeriodWindow(_Wire):
     periods: int = Field(description="how many periods the window spans")
 
 
-class _AttributeRelease(_Wire):
+class _AttributeRelease(WireModel):
     """What every released estimate of one attribute states first."""
 
     collection: str
@@ -195,7 +61,7 @@ class _AttributeRelease(_Wire):
     )
 
 
-class IBUStatus(_Wire):
+class IBUStatus(WireModel):
     """How the iterative Bayesian update of ``postprocess=ibu`` ended."""
 
     iterations: int = Field(description="EM updates computed (at most 10,000)")
@@ -204,7 +70,7 @@ class IBUStatus(_Wire):
     tolerance: float
 
 
-class OrdinalEstimate(_Wire):
+class OrdinalEstimate(WireModel):
     """A scalar of an ordered attribute (a rank), with its standard error and interval."""
 
     value: float
@@ -213,7 +79,7 @@ class OrdinalEstimate(_Wire):
     ci_high: float
 
 
-class OrdinalSummary(_Wire):
+class OrdinalSummary(WireModel):
     """CDF, mean rank and median rank of an attribute whose values are ordered (ranks
     ``0..d-1``), from the raw estimate normalised to sum to one, with delta-method errors."""
 
@@ -323,7 +189,7 @@ class MeanResult(_AttributeRelease, Tabular):
     )
 
 
-class Quantile(_Wire):
+class Quantile(WireModel):
     """One quantile of a histogram attribute, in the number's units."""
 
     probability: float = Field(description="the level q in (0, 1)")
