@@ -14,7 +14,8 @@
 # FLEET_LOG=1: log mode (docs/log-mode.md): a three-node NATS JetStream cluster of
 # nats-server processes on free ports (stores in the temporary folder), the two replicas
 # publish to it (serve --log) and two fold workers (ldpcollect fold) write the database;
-# the analysis reads what is folded by then (folding runs seconds behind the uploads).
+# simulate waits until the database counts every acknowledged report (folding runs
+# seconds behind the uploads), then analyses.
 # FLEET_KEEP=1 keeps the temporary folder (logs, stores) for a look afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy import Engine
 
+from ldp_aggregator.release import central_of
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.reports import iter_report_bits
 from ldp_aggregator.storage.stats import Stats, read_stats
@@ -280,7 +281,8 @@ def itemset_result(
     average_support: float,
     seconds: float,
 ) -> ItemsetResult:
-    """The released result: itemsets with intervals, rules, privacy and cost."""
+    """The released result: itemsets with intervals, rules, privacy and cost, and for a
+    shuffled collection the central guarantee of the mined reports."""
     names = attribute.values
     itemsets: list[ItemsetEstimate] = []
     for level in mined.levels:
@@ -331,6 +333,7 @@ def itemset_result(
             for s in mined.stats
         ],
         seconds=seconds,
+        central=central_of(config, mined.n),
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from ldp_aggregator.release import current_stats
+from ldp_aggregator.release import central_of, current_stats
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_shared.analyses.knn.collection import classify, protocol_of
 from ldp_shared.periods import Window
@@ -23,7 +23,8 @@ def classify_points(
     """Predicted classes, debiased class scores and standard errors of the query points.
 
     A number outside its bounds is clipped onto them, as devices clip theirs, and the
-    point's prediction names it (``clipped``).
+    point's prediction names it (``clipped``). A shuffled collection's answer states the
+    central guarantee of the reports it was computed from (``central``).
     :class:`~ldp_shared.errors.InvalidQueryError` for a collection that is not a kNN one,
     a point of the wrong dimension, with NaN or a category index out of range, or ``k``
     outside 1 … 10⁹;
@@ -33,4 +34,5 @@ def classify_points(
     config = collection.config
     protocol_of(config)  # refuse another kind of collection before reading anything
     stats = current_stats(engine, collection, window)
-    return classify(config, stats.n_reports, stats.sums, query)
+    result = classify(config, stats.n_reports, stats.sums, query)
+    return result.model_copy(update={"central": central_of(config, stats.n_reports)})

@@ -39,6 +39,7 @@ from ldp_shared.wire.training import (
     TrainedModel,
     TrainingJob,
     TrainingSpec,
+    check_new_spec,
 )
 
 TRAINING = "training"
@@ -156,7 +157,14 @@ def mechanisms_of(spec_json: str) -> JobMechanisms:
 
 
 def create_job(engine: Engine, collection: StoredCollection, spec: TrainingSpec) -> TrainingJob:
-    """Store a job with its complete spec and open round 0."""
+    """Store a job with its complete spec and open round 0.
+
+    :class:`InvalidQueryError` for a layout that does not name both label values
+    (:func:`~ldp_shared.wire.training.check_new_spec`): the rule holds for new jobs only,
+    so a job stored before it (``negative`` absent) still reads and runs
+    (:func:`mechanisms_of` parses stored specs without it).
+    """
+    check_new_spec(spec)
     with refused_as_configuration("the training job"):
         complete = complete_spec(spec)
     job_id = secrets.token_urlsafe(16)[:22]

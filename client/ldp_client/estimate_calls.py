@@ -145,19 +145,55 @@ def quantiles_call(
     )
 
 
+TREND_ESTIMATES = ("frequencies", "mean", "quantiles")
+"""What a trend or a difference can follow (``estimate=``; ``None``: as released)."""
+
+
+def _trend_params(
+    attribute: str,
+    confidence: float,
+    window: WindowBounds | None,
+    values: Sequence[str | int] | None,
+    estimate: str | None,
+    levels: Sequence[float] | None,
+) -> dict[str, str]:
+    params = _estimate_params(attribute, confidence, window, values)
+    if estimate is not None:
+        if estimate not in TREND_ESTIMATES:
+            raise InvalidQueryError(
+                f"estimate must be one of {', '.join(TREND_ESTIMATES)} or None, got"
+                f" {estimate!r} (a naive Bayes model or a kNN classifier has no trend: train"
+                " one over a window)"
+            )
+        params["estimate"] = estimate
+    if levels is not None:
+        params["q"] = _levels_text(levels)
+    return params
+
+
+def _levels_text(levels: Sequence[float]) -> str:
+    if isinstance(levels, str | bytes) or not all(
+        isinstance(q, int | float) and not isinstance(q, bool) for q in levels
+    ):
+        raise InvalidQueryError(f"quantile levels must be a sequence of numbers, got {levels!r}")
+    return ",".join(repr(float(q)) for q in levels)
+
+
 def trend_call(
     name: str,
     attribute: str,
     window: WindowBounds | None,
     confidence: float,
     values: Sequence[str | int] | None = None,
+    estimate: str | None = None,
+    levels: Sequence[float] | None = None,
 ) -> ApiCall[TrendResult]:
     """``GET /v1/collections/{name}/trend`` (analyst): one estimate per period."""
     return ApiCall(
         "GET",
         collection_path(name) + "/trend",
         TrendResult.model_validate_json,
-        params=_estimate_params(attribute, confidence, window, values),
+        params=_trend_params(attribute, confidence, window, values, estimate, levels),
         auth=True,
     )
 
@@ -169,10 +205,12 @@ def difference_call(
     baseline: WindowBounds,
     confidence: float,
     values: Sequence[str | int] | None = None,
+    estimate: str | None = None,
+    levels: Sequence[float] | None = None,
 ) -> ApiCall[DifferenceResult]:
     """``GET /v1/collections/{name}/difference`` (analyst): ``window``'s estimate minus
     ``baseline``'s, with the interval of the difference."""
-    params = _estimate_params(attribute, confidence, window, values)
+    params = _trend_params(attribute, confidence, window, values, estimate, levels)
     params.update(window_params(baseline, prefix="baseline_"))
     return ApiCall(
         "GET",

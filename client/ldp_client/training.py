@@ -48,6 +48,7 @@ from ldp_shared.wire.training import (
     TrainedModel,
     TrainingJob,
     TrainingSpec,
+    check_new_spec,
 )
 
 __all__ = [
@@ -76,7 +77,12 @@ def _job_path(name: str, job_id: str) -> str:
 
 
 def create_training_job_call(name: str, spec: TrainingSpec) -> ApiCall[TrainingJob]:
-    """``POST .../training-jobs`` (analyst); not repeated unless it never reached the server."""
+    """``POST .../training-jobs`` (analyst); not repeated unless it never reached the server.
+
+    :class:`~ldp_shared.errors.InvalidQueryError` before any request for a layout that
+    does not name both label values (``positive`` and ``negative``), as the aggregator
+    would answer."""
+    check_new_spec(spec)
     body = spec.model_dump_json(exclude_none=True).encode("utf-8")
     return ApiCall(
         "POST",

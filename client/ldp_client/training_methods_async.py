@@ -63,7 +63,9 @@ class AsyncTrainingMethods:
         spec: TrainingSpec | Mapping[str, Any],
     ) -> TrainingJob:
         """Create a training job in collection ``name`` (analyst token); the job with its
-        planned values filled in. ``spec`` is a :class:`TrainingSpec` or its JSON form."""
+        planned values filled in. ``spec`` is a :class:`TrainingSpec` or its JSON form; its
+        layout names both label values, ``positive`` and ``negative``
+        (:class:`InvalidQueryError` before any request otherwise)."""
         checked = spec if isinstance(spec, TrainingSpec) else _spec(spec)
         return await self._call(training.create_training_job_call(name, checked))
 

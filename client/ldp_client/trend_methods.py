@@ -11,7 +11,7 @@ period bounds, both included (a date, a datetime, an ISO 8601 string or ``None``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from ldp_client import estimate_calls
 from ldp_client.estimate_calls import WindowBounds
@@ -21,6 +21,9 @@ from ldp_shared.wire.trends import DifferenceResult, TrendResult
 __all__ = ["TrendMethods"]
 
 T = TypeVar("T")
+
+TrendEstimate = Literal["frequencies", "mean", "quantiles"]
+"""What a trend follows (``None``: as the attribute is released)."""
 
 
 class TrendMethods:
@@ -38,12 +41,18 @@ class TrendMethods:
         window: WindowBounds | None = None,
         confidence: float = 0.95,
         values: Sequence[str | int] | None = None,
+        estimate: TrendEstimate | None = None,
+        levels: Sequence[float] | None = None,
     ) -> TrendResult:
         """One estimate of ``attribute`` per period of ``window`` (default: from the first
-        period holding reports to the current one), each with its intervals: frequencies,
-        or the mean of a numeric attribute. A period below the release minimum is listed
-        with its count and ``withheld`` (analyst token)."""
-        call = estimate_calls.trend_call(name, attribute, window, confidence, values)
+        period holding reports to the current one), each with its intervals: frequencies
+        (of the named ``values`` for an open domain), the mean of a numeric attribute, or
+        a histogram attribute's quantiles at ``levels`` (``estimate="quantiles"``, or
+        ``levels`` given; default the median). A period below the release minimum is
+        listed with its count and ``withheld`` (analyst token)."""
+        call = estimate_calls.trend_call(
+            name, attribute, window, confidence, values, estimate, levels
+        )
         return self._call(call)
 
     def difference(
@@ -55,9 +64,14 @@ class TrendMethods:
         baseline: WindowBounds,
         confidence: float = 0.95,
         values: Sequence[str | int] | None = None,
+        estimate: TrendEstimate | None = None,
+        levels: Sequence[float] | None = None,
     ) -> DifferenceResult:
         """``attribute``'s estimate over ``window`` minus its estimate over ``baseline``
-        (windows sharing no period), value by value, with the interval of the
-        difference (analyst token)."""
-        call = estimate_calls.difference_call(name, attribute, window, baseline, confidence, values)
+        (windows sharing no period), value by value (quantiles: level by level, ``"q0.5"``,
+        with a MOVER interval and no ``stderr``), with the interval of the difference
+        (analyst token)."""
+        call = estimate_calls.difference_call(
+            name, attribute, window, baseline, confidence, values, estimate, levels
+        )
         return self._call(call)

@@ -35,13 +35,13 @@ The rows:
 from __future__ import annotations
 
 import importlib
-import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from ldp_shared.errors import InvalidQueryError, MissingDependencyError
+from ldp_shared.trend_series import trend_columns
 from ldp_shared.wire.itemsets import ItemsetResult
 from ldp_shared.wire.knn import KnnClassification
 from ldp_shared.wire.naive_bayes import NaiveBayesModel
@@ -179,23 +179,6 @@ def itemset_columns(result: ItemsetResult, what: Literal["rules", "itemsets"] = 
     raise InvalidQueryError(f"what must be 'rules' or 'itemsets', got {what!r}")
 
 
-TREND = ("period", "start", "n_reports", "value", "estimate", *INTERVAL, "withheld")
-
-
-def _trend(result: TrendResult) -> Columns:
-    rows: list[dict[str, Any]] = []
-    for point in result.points:
-        head = {"period": point.period, "start": point.start, "n_reports": point.n_reports}
-        if point.mean is not None:
-            rows.append({**head, **_mean_row(point.mean)})
-        elif point.frequencies is not None:
-            rows.extend({**head, **row} for row in _rows_of(_per_value(point.frequencies)))
-        else:
-            nothing = dict.fromkeys(("estimate", *INTERVAL), math.nan)
-            rows.append({**head, **nothing, "withheld": point.withheld})
-    return _from_rows(rows, TREND)
-
-
 def _rows_of(table: Columns) -> list[dict[str, Any]]:
     return [dict(zip(table, row, strict=True)) for row in zip(*table.values(), strict=True)]
 
@@ -230,7 +213,7 @@ _LAYOUTS: dict[type[BaseModel], Callable[[Any], Columns]] = {
     QuantileResult: _quantiles,
     NaiveBayesModel: _naive_bayes,
     ItemsetResult: itemset_columns,
-    TrendResult: _trend,
+    TrendResult: trend_columns,
     DifferenceResult: _difference,
     KnnClassification: _knn,
     TrainedModel: _trained,

@@ -38,7 +38,7 @@ from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire.itemsets import ItemsetResult
 from ldp_simulation.baskets import QuestParameters, basket_lists, item_names, quest_baskets
-from ldp_simulation.fleet import ensure_collection
+from ldp_simulation.fleet import ensure_collection, wait_counted
 from ldp_simulation.progress import Progress
 
 ITEMSET_COLLECTION = "baskets-demo"
@@ -253,6 +253,7 @@ def run_itemsets_demo(
     records = [{"basket": basket} for basket in basket_lists(packed, names)]
     with LDPClient(base_url, token=admin_token) as admin:
         ensure_collection(admin, itemset_spec(opts, names), fresh=opts.fresh)
+        before = admin.collection_status(ITEMSET_COLLECTION).n_reports
     sent = 0
 
     def on_batch(count: int) -> None:
@@ -263,7 +264,11 @@ def run_itemsets_demo(
 
     rng = None if opts.seed is None else seeded_rng(opts.seed)
     with LDPClient(base_url, rng=rng) as client:
-        client.submit(ITEMSET_COLLECTION, records, batch_size=opts.batch_size, progress=on_batch)
+        summary = client.submit(
+            ITEMSET_COLLECTION, records, batch_size=opts.batch_size, progress=on_batch
+        )
+    with LDPClient(base_url, token=admin_token) as admin:
+        wait_counted(admin, ITEMSET_COLLECTION, before + summary.accepted, progress)
     with LDPClient(base_url, token=analyst_token, timeout=60.0) as analyst:
         released = _mine(analyst, opts, progress)
     truth = mine_frequent_itemsets(

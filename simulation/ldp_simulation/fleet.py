@@ -9,7 +9,9 @@
   record on the "device" and uploads the reports over HTTP, batch by batch, dealing the
   batches to one or more aggregators in turn as a load balancer would.
 * :func:`ensure_collection` and :func:`replicate` prepare a collection and its records;
-  :func:`report_records` creates the collection and deals its records in one call.
+  :func:`report_records` creates the collection, deals its records and waits until the
+  aggregator counts every report it acknowledged (:func:`wait_counted`: in log mode the
+  fold workers write the statistics seconds after the uploads are answered).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from ldp_shared.schema import CollectionSpec
 from ldp_simulation.progress import Progress
 
 SERVER_START_TIMEOUT = 60.0
+COUNT_TIMEOUT = 300.0
+"""How long :func:`wait_counted` waits for the aggregator to count acknowledged reports."""
 
 T = TypeVar("T")
 
@@ -206,12 +210,37 @@ def report_records(
     seed_offset: int = 0,
 ) -> None:
     """Create (or accept) the collection, then one client's report per record
-    (:func:`deal_records`); the clients' noise is seeded from ``options.seed + seed_offset``
+    (:func:`deal_records`), then wait until the aggregator counts them
+    (:func:`wait_counted`); the clients' noise is seeded from ``options.seed + seed_offset``
     when the options carry a seed."""
     rng = None if options.seed is None else seeded_rng(options.seed + seed_offset)
     with LDPClient(base_urls[0], token=admin_token) as admin:
         ensure_collection(admin, spec, fresh=options.fresh)
-    deal_records(base_urls, spec.name, records, rng, options.batch_size, progress)
+        before = admin.collection_status(spec.name).n_reports
+        accepted = deal_records(base_urls, spec.name, records, rng, options.batch_size, progress)
+        wait_counted(admin, spec.name, before + accepted, progress)
+
+
+def wait_counted(
+    admin: LDPClient,
+    collection: str,
+    expected: int,
+    progress: Progress | None = None,
+    timeout: float = COUNT_TIMEOUT,
+) -> None:
+    """Return once ``collection`` counts at least ``expected`` reports: at once in direct
+    mode (a report is counted before it is acknowledged); in log mode when the fold
+    workers have caught up. :class:`TimeoutError` naming the shortfall after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while (counted := admin.collection_status(collection).n_reports) < expected:
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"{collection}: the aggregator counts {counted:,} of the {expected:,}"
+                f" reports it acknowledged after {timeout:g} s; are the fold workers running?"
+            )
+        if progress is not None:
+            progress.count(f"{collection}: reports counted (folding)", counted, expected)
+        time.sleep(0.2)
 
 
 def deal_records(
@@ -221,10 +250,12 @@ def deal_records(
     rng: np.random.Generator | None,
     batch_size: int,
     progress: Progress | None = None,
-) -> None:
-    """Upload one client's report per record, dealing the batches to the aggregators in turn."""
+) -> int:
+    """Upload one client's report per record, dealing the batches to the aggregators in
+    turn; the number of reports the aggregators accepted as new."""
     total = len(records)
     sent = 0
+    accepted = 0
 
     def on_batch(count: int) -> None:
         nonlocal sent
@@ -235,12 +266,14 @@ def deal_records(
     clients = [LDPClient(url, rng=rng) for url in base_urls]
     try:
         for turn, start in enumerate(range(0, total, batch_size)):
-            clients[turn % len(clients)].submit(
+            summary = clients[turn % len(clients)].submit(
                 collection,
                 records[start : start + batch_size],
                 batch_size=batch_size,
                 progress=on_batch,
             )
+            accepted += summary.accepted
     finally:
         for client in clients:
             client.close()
+    return accepted

@@ -87,11 +87,14 @@ def split(data: NumericDataset) -> tuple[list[int], list[int]]:
 
 
 def layout_of(data: NumericDataset) -> FeatureLayout:
+    """The job's layout: every feature within the data's bounds, and the diagnosis as the
+    label with both its values (``benign`` class 1, ``malignant`` class 0)."""
     bounds = data.bounds()
     return FeatureLayout(
         numeric=[NumericFeature(name=n, lo=bounds[n][0], hi=bounds[n][1]) for n in data.features],
         label="diagnosis",
         positive="benign",
+        negative="malignant",
     )
 
 

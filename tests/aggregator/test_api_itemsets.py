@@ -126,6 +126,7 @@ def test_mining_answers_the_library_result(
     assert result.privacy.basket_epsilon == pytest.approx(config.epsilon)
     assert 0.0 < result.privacy.average_support < 1.0
     assert result.levels[0].length == 1
+    assert result.central is None and "central" not in response.json()["result"]  # unshuffled
     # the same job, polled
     again = client.get(f"/v1/collections/shop/itemsets/{job.id}", headers=ANALYST)
     assert again.status_code == 200

@@ -69,6 +69,7 @@ def test_classifies_with_scores_and_standard_errors(
     body = response.json()
     assert body["classes"] == ["no", "yes"] and body["n_reports"] == 4000
     assert body["epsilon"] == pytest.approx(3.0) and body["config_hash"] == people.config_hash
+    assert "central" not in body  # unshuffled (shuffler/test_central_of_mining.py: shuffled)
     low, high = body["predictions"]
     assert (low["predicted"], high["predicted"]) == ("no", "yes")
     for answer in body["predictions"]:

@@ -16,6 +16,7 @@ LAYOUT: dict[str, Any] = {
     "categorical": [{"name": "color", "domain": ["red", "green", "blue"]}],
     "label": "y",
     "positive": "yes",
+    "negative": "no",
 }
 COLORS = ["red", "green", "blue"]
 

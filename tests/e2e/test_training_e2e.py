@@ -126,6 +126,9 @@ def test_a_record_that_cannot_be_encoded_takes_no_place(server: str) -> None:
         assert len(unlabelled) == len(good[0]) - 1
         with pytest.raises(InvalidRecordError, match="no label 'diagnosis'"):
             client.participate(COLLECTION, job_id, unlabelled)
+        for label in ("PD", 1.0):  # neither of the layout's values (benign, malignant)
+            with pytest.raises(InvalidRecordError, match="is not one of the layout's values"):
+                client.participate(COLLECTION, job_id, {**good[0], "diagnosis": label})
         with pytest.raises(NotFoundError, match="no training job can have the id 'nope'"):
             client.participate(COLLECTION, "nope", good[0])
         # the round's 20 places are all free for good records: the 20th closes round 0
@@ -148,6 +151,8 @@ def test_the_async_device_checks_its_record_before_taking_a_place(server: str) -
         async with AsyncLDPClient(server, rng=seeded_rng(9)) as client:
             with pytest.raises(InvalidRecordError, match="no label 'diagnosis'"):
                 await client.participate(COLLECTION, job_id, unlabelled)
+            with pytest.raises(InvalidRecordError, match="is not one of the layout's values"):
+                await client.participate(COLLECTION, job_id, {**good[0], "diagnosis": "PD"})
             with pytest.raises(NotFoundError, match="no training job can have the id 'nope'"):
                 await client.participate(COLLECTION, "nope", good[0])
             return [

@@ -7,6 +7,12 @@ and the reports inside are judged and stored by :mod:`ldp_aggregator.ingest` exa
 direct upload's. A blob that does not open (tampered, misdirected) or names a key this
 aggregator does not hold is rejected and counted, and the rest of the batch goes on. The
 answer carries counts only: nothing that would tell the shuffler which report was which.
+
+A batch for a collection that is gone (404), closed (409 ``collection-closed``) or not
+shuffled (409) is refused whole, before any blob is opened: the shuffler takes these
+answers as final and drops what it holds for the collection (docs/shuffler.md). In log
+mode (docs/log-mode.md) the new reports of a batch are published to the log, as a
+direct upload's are, instead of being written to the database here.
 """
 
 from __future__ import annotations
@@ -22,11 +28,12 @@ from pydantic_core import to_json
 
 from ldp_aggregator.auth import require_shuffler
 from ldp_aggregator.deps import AppState, app_state
-from ldp_aggregator.ingest import ingest_batch_async
+from ldp_aggregator.ingest import BatchOutcomes, ingest_batch_async
 from ldp_aggregator.problems import problem_responses
 from ldp_aggregator.routes.reports import writer_of
 from ldp_aggregator.sealing_keys import KeyringFile
 from ldp_aggregator.storage.collections import StoredCollection
+from ldp_aggregator.storage.lifecycle import check_takes_reports
 from ldp_shared.errors import ConflictError, InvalidReportError, InvalidRequestError
 from ldp_shared.request_model import RequestModel
 from ldp_shared.sealing import SUITE_NAME, UnknownKeyError, from_text, open_report, to_text
@@ -117,8 +124,13 @@ def keyring_of(app: FastAPI) -> KeyringFile:
         return found
 
 
-async def _shuffled_collection(state: AppState, name: str) -> StoredCollection:
-    collection = await to_thread.run_sync(state.collections.cached, name)
+async def _shuffled_collection(
+    state: AppState, name: str, current: bool = False
+) -> StoredCollection:
+    """The shuffled collection ``name``: as first loaded here, or (``current``) as stored
+    now; :class:`ConflictError` if it is not shuffled."""
+    load = state.collections.get if current else state.collections.cached
+    collection = await to_thread.run_sync(load, name)
     if not collection.config.spec.shuffled:
         raise ConflictError(
             f"collection {name!r} is not shuffled: its devices upload reports directly"
@@ -168,9 +180,15 @@ def _open_all(
     dependencies=[Depends(require_shuffler)],
 )
 async def shuffled_batch(name: str, batch: ShuffledBatch, request: Request) -> Response:
-    """Open, judge and store a shuffler's batch; 422 below the minimum batch size."""
+    """Open, judge and store a shuffler's batch (in log mode: publish it to the log); 422
+    below the minimum batch size; 404, or 409 if closed or not shuffled, before any blob
+    is opened."""
     state = app_state(request)
-    collection = await _shuffled_collection(state, name)
+    log = getattr(request.app.state, "ldp_log", None)  # log mode: docs/log-mode.md
+    # as stored now (not a copy cached before a delete and re-create), and open: a
+    # refusal here is final for the shuffler, which drops the collection's blobs
+    collection = await _shuffled_collection(state, name, current=True)
+    await _check_takes_reports(log, state, collection)
     minimum = state.settings.shuffle_min_batch
     if len(batch.blobs) < minimum:
         raise InvalidRequestError(
@@ -182,9 +200,7 @@ async def shuffled_batch(name: str, batch: ShuffledBatch, request: Request) -> R
     )
     counts = {"accepted": 0, "duplicate": 0, "rejected": 0}
     if reports:
-        outcome = await ingest_batch_async(
-            writer_of(request.app), collection, ReportBatch(reports=reports)
-        )
+        outcome = await _ingest(log, request.app, state, collection, ReportBatch(reports=reports))
         counts = {
             "accepted": outcome.accepted,
             "duplicate": outcome.duplicate,
@@ -197,3 +213,29 @@ async def shuffled_batch(name: str, batch: ShuffledBatch, request: Request) -> R
         received=len(batch.blobs), tampered=tampered, unknown_key=unknown, **counts
     )
     return Response(to_json(result.model_dump()), media_type="application/json")
+
+
+async def _check_takes_reports(log: object, state: AppState, collection: StoredCollection) -> None:
+    """:class:`~ldp_shared.errors.CollectionClosedError` for a closed collection (in log
+    mode through the publisher's one-second trust, as a direct upload there)."""
+    if log is None:
+        await to_thread.run_sync(check_takes_reports, state.engine, collection)
+        return
+    from ldp_aggregator.ingest_log.publisher import LogPublisher
+
+    assert isinstance(log, LogPublisher)
+    await log.check_takes_reports(state.engine, collection)
+
+
+async def _ingest(
+    log: object, app: FastAPI, state: AppState, collection: StoredCollection, batch: ReportBatch
+) -> BatchOutcomes:
+    """The opened reports, judged as a direct upload's: into the database (direct mode)
+    or, with ``log`` set, published to the log with the same message ids."""
+    if log is None:
+        return await ingest_batch_async(writer_of(app), collection, batch)
+    # log mode only: nats is not even imported in direct mode
+    from ldp_aggregator.ingest_log.publisher import LogPublisher, publish_batch
+
+    assert isinstance(log, LogPublisher)
+    return await publish_batch(log, collection, batch, state.engine)

@@ -65,7 +65,8 @@ def create_training_job(
     name: str, spec: TrainingSpec, request: Request, response: Response
 ) -> TrainingJob:
     """Create a training job (analyst): the spec with its planned values filled in, and
-    round 0 open at the zero weights."""
+    round 0 open at the zero weights. 422 ``invalid-query`` for a layout that does not
+    name both label values (``positive`` and ``negative``): the problem says which."""
     state = app_state(request)
     collection = state.collections.get(name)
     job = training.create_job(state.engine, collection, spec)

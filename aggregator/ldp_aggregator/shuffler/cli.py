@@ -8,6 +8,7 @@ party with only the shuffler's token and the aggregator's URL.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -43,6 +44,13 @@ def add_shuffler_commands(
     shuffle.add_argument(
         "--interval", type=float, default=5.0, help="seconds between forwarding rounds"
     )
+    shuffle.add_argument(
+        "--check-seconds",
+        type=float,
+        default=30.0,
+        help="how long the aggregator's answer on whether a collection takes shuffled"
+        " batches is trusted (default: %(default)s)",
+    )
     shuffle.add_argument("--host", default="127.0.0.1", help="address to listen on")
     shuffle.add_argument("--port", type=int, default=8100, help="TCP port (default: 8100)")
 
@@ -75,14 +83,19 @@ def _shuffle(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"set {TOKEN_VARIABLE} to the token the aggregator expects")
     if args.min_batch < 2:
         raise ConfigurationError(f"--min-batch must be at least 2, got {args.min_batch}")
-    if args.interval <= 0:
-        raise ConfigurationError(f"--interval must be > 0, got {args.interval}")
+    if not 0 < args.interval < math.inf:
+        raise ConfigurationError(f"--interval must be a finite number > 0, got {args.interval}")
+    if not 0 < args.check_seconds < math.inf:
+        raise ConfigurationError(
+            f"--check-seconds must be a finite number > 0, got {args.check_seconds}"
+        )
     settings = ShufflerSettings(
         aggregator_url=args.aggregator,
         token=token,
         database=Path(args.database),
         min_batch=args.min_batch,
         interval=args.interval,
+        check_seconds=args.check_seconds,
     )
     print(f"ldpcollect: shuffler at http://{args.host}:{args.port}", file=sys.stderr)
     # no access log, no server or date header: nothing about a sender is written anywhere

@@ -73,3 +73,12 @@ class BlobStore:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.executemany("DELETE FROM held WHERE id = ?", [(i,) for i in ids])
             self._db.execute("COMMIT")
+
+    def drop(self, collection: str) -> int:
+        """Delete every blob held for ``collection`` (the aggregator refuses them for
+        good); how many there were."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            dropped = self._db.execute("DELETE FROM held WHERE collection = ?", (collection,))
+            self._db.execute("COMMIT")
+            return int(dropped.rowcount)

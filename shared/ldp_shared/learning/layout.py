@@ -1,7 +1,8 @@
 """The feature layout of a logistic regression: what a record becomes on the device.
 
 A layout lists numeric features with public bounds and categorical features with their
-domains, and the label with its positive value. A record becomes
+domains, and the label with its two values (``positive``, class 1, and ``negative``,
+class 0: a label that is neither is refused). A record becomes
 
     x = (1, t_1 … t_p, onehot(c_1) … onehot(c_q)) ∈ R^d,  d = 1 + p + Σ_j |domain_j|,
 
@@ -77,14 +78,17 @@ class FeatureLayout(RequestModel):
     categorical: list[CategoricalFeature] = Field(default_factory=list)
     label: AttributeName
     positive: DomainValue = Field(description="the label value that counts as class 1")
-    # Left out of the JSON when unset, so a layout written before it keeps its form.
+    # Optional here, and left out of the JSON when unset, so that the layout of a job
+    # stored before it was required keeps its form and still runs; a new job must give it
+    # (ldp_shared.wire.training.check_new_spec).
     negative: DomainValue | None = Field(
         default=None,
         exclude_if=lambda value: value is None,
         description=(
-            "the label value that counts as class 0: a device then refuses any label that is"
-            " neither value. Without it every other text counts as class 0 (a label that is"
-            " not text, such as 1.0 or true, is refused either way)"
+            "the label value that counts as class 0, required for a new training job: a"
+            " device refuses any label that is neither value. Only a job stored before it"
+            " was required lacks it; there every other text counts as class 0 (a label that"
+            " is not text, such as 1.0 or true, is refused either way)"
         ),
     )
 

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from ldp_shared.central import CentralRelease
 from ldp_shared.collection import AttributeConfig
 from ldp_shared.errors import InvalidQueryError, NotFoundError
 from ldp_shared.kernel import z_value
@@ -225,6 +226,14 @@ class ItemsetResult(WireModel, Tabular):
     )
     levels: list[LevelInfo]
     seconds: float
+    central: CentralRelease | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description=(
+            "shuffled collections: the central (ε, δ) against the aggregator, given an"
+            " honest shuffler, of the n_reports shuffled reports (absent when unshuffled)"
+        ),
+    )
 
     def table(self) -> dict[str, list[Any]]:
         """``{"support": [...], "itemsets": [frozenset(names)]}``: a data frame of this is

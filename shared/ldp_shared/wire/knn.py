@@ -3,7 +3,8 @@
 ``POST /v1/collections/{name}/knn/classify`` takes a :class:`KnnQuery` (query points as
 rows of raw feature values, a category as its value's index, and ``k``) and answers a
 :class:`KnnClassification`: per point the predicted class, the debiased class scores
-and their standard errors (:mod:`ldp_shared.analyses.knn.cells`).
+and their standard errors (:mod:`ldp_shared.analyses.knn.cells`); for a shuffled
+collection also the central guarantee of its reports (:mod:`ldp_shared.central`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ldp_shared.central import CentralRelease
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.request_model import RequestModel
 from ldp_shared.tabular import Tabular
@@ -81,3 +83,11 @@ class KnnClassification(BaseModel, Tabular):
     tables: int
     bits: int
     predictions: list[KnnPrediction]
+    central: CentralRelease | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description=(
+            "shuffled collections: the central (ε, δ) against the aggregator, given an"
+            " honest shuffler, of the n_reports shuffled reports (absent when unshuffled)"
+        ),
+    )

@@ -9,6 +9,9 @@ rebuild the mechanism and check its ε. It answers once with a
 :class:`ParticipationReport`: the perturbed report's bytes in base64, which no raw value
 fits in (``PUT .../participations/{token}``).
 
+A new job's layout names both values of its label (:func:`check_new_spec`); a spec stored
+before that rule may name only the positive one, and is read and run as it was.
+
 See ``docs/training-jobs.md``.
 """
 
@@ -19,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ldp_shared.errors import InvalidQueryError
 from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.request_model import RequestModel
 from ldp_shared.tabular import Tabular
@@ -48,6 +52,11 @@ class TrainingSpec(RequestModel):
     rounds and learning rate follow from it, the layout and the mechanism's noise; see
     ``docs/logistic-regression.md``) or both ``round_size`` and ``rounds``. Whatever is
     left out is planned; the job stores and shows the complete spec.
+
+    A new job's layout must name both label values, ``positive`` and ``negative``
+    (:func:`check_new_spec`, applied where a job is created, by the aggregator and by the
+    SDK). The model itself leaves ``negative`` optional, so that the spec of a job stored
+    before the rule still reads and runs: there every other text counts as class 0.
     """
 
     model_config = ConfigDict(ser_json_inf_nan="constants")  # as _Wire's
@@ -100,6 +109,20 @@ class TrainingSpec(RequestModel):
         if not planned and self.devices is None:
             raise ValueError("give devices (the plan follows), or both round_size and rounds")
         return self
+
+
+def check_new_spec(spec: TrainingSpec) -> None:
+    """Refuse (:class:`InvalidQueryError`) the spec of a new job whose layout does not
+    name both label values: a device then refuses a record whose label is neither, where
+    one value alone would count every other text (a typo, ``"PD"``) as class 0."""
+    layout = spec.layout
+    if layout.negative is None:
+        raise InvalidQueryError(
+            f"layout.negative: a new training job names both values of its label"
+            f" {layout.label!r}: positive ({layout.positive!r}, class 1) and negative (the"
+            f" value of class 0, missing); a device then refuses a record whose label is"
+            f" neither"
+        )
 
 
 class GradientMechanismConfig(_Wire):

@@ -1,7 +1,9 @@
 """Wire types of estimates over time (JSON over HTTP).
 
 ``GET /v1/collections/{name}/trend?attribute=A&from=&to=`` answers a :class:`TrendResult`:
-one estimate per period of the window, each with its intervals, or why it is withheld.
+one estimate per period of the window, each with its intervals, or why it is withheld:
+frequencies (``values=`` for an open domain), a numeric attribute's mean, or a histogram
+attribute's quantiles (``estimate=quantiles``, ``q=``).
 ``GET .../difference?attribute=A&from=&to=&baseline_from=&baseline_to=`` answers a
 :class:`DifferenceResult`: the change between two disjoint windows with its interval.
 ``POST .../periods/merge`` (body :class:`PeriodMerge`) and ``POST .../periods/drop`` (body
@@ -19,9 +21,11 @@ from ldp_shared.central import CentralRelease
 from ldp_shared.request_model import RequestModel
 from ldp_shared.tabular import Tabular
 from ldp_shared.wire.base import WireModel
-from ldp_shared.wire.releases import FrequencyResult, MeanResult, PeriodWindow
+from ldp_shared.wire.releases import FrequencyResult, MeanResult, PeriodWindow, QuantileResult
 
-ReleasedAs = Literal["frequencies", "mean"]
+ReleasedAs = Literal["frequencies", "mean", "quantiles"]
+"""What a trend or a difference follows: an attribute's frequencies, its mean, or (a
+histogram attribute's) quantiles."""
 
 
 class TrendPoint(WireModel):
@@ -36,6 +40,11 @@ class TrendPoint(WireModel):
     mean: MeanResult | None = Field(
         default=None, description="the period's mean (numeric attributes)"
     )
+    quantiles: QuantileResult | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="the period's quantiles (histogram attributes, estimate=quantiles)",
+    )
     withheld: str | None = Field(
         default=None, description="why the period has no estimate (its release minimum)"
     )
@@ -49,13 +58,20 @@ class TrendResult(WireModel, Tabular):
     released_as: ReleasedAs
     confidence: float
     window: PeriodWindow
+    levels: list[float] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="the quantile levels followed (released_as quantiles; absent otherwise)",
+    )
     points: list[TrendPoint]
 
 
 class DifferenceResult(WireModel, Tabular):
     """``window``'s estimate minus ``baseline``'s, value by value (a mean: one value,
-    ``"mean"``), with normal intervals: the two windows hold different reports, so their
-    estimates' variances add."""
+    ``"mean"``; quantiles: one per level, ``"q0.5"``), with its interval: the two windows
+    hold different reports, so their estimates' variances add (normal intervals), or, for
+    quantiles, whose intervals are not normal, the two intervals are combined by MOVER
+    (Zou and Donner, Statistics in Medicine 2008; :mod:`ldp_aggregator.trends`)."""
 
     collection: str
     attribute: str
@@ -69,9 +85,18 @@ class DifferenceResult(WireModel, Tabular):
     estimate: list[float] = Field(description="the estimate over window")
     baseline_estimate: list[float] = Field(description="the estimate over baseline")
     difference: list[float] = Field(description="estimate − baseline_estimate")
-    stderr: list[float] = Field(description="√(stderr² + baseline stderr²)")
+    stderr: list[float | None] = Field(
+        description="√(stderr² + baseline stderr²); None for quantiles (MOVER interval)"
+    )
     ci_low: list[float]
     ci_high: list[float]
+    interval: Literal["normal", "mover"] = Field(
+        default="normal",
+        description=(
+            "normal: difference ± z·stderr; mover: quantiles, the two windows' intervals"
+            " combined (method of variance estimates recovery, Zou and Donner 2008)"
+        ),
+    )
     central: CentralRelease | None = Field(
         default=None,
         exclude_if=lambda value: value is None,

@@ -130,6 +130,7 @@ def test_tampered_and_unknown_key_blobs_are_counted_and_the_rest_goes_in(
 
 
 def test_the_shuffler_refuses_what_is_not_a_sealed_report(parties: Parties) -> None:
+    parties.create()
     path = "/v1/collections/survey/sealed-reports"
     bad: list[list[str]] = [["***"], [to_text(b"\x02" + bytes(80))], []]
     for blobs in bad:

@@ -18,7 +18,7 @@ import pytest
 from ldp_aggregator.app import create_app
 from ldp_aggregator.ui.render import number
 from ldp_shared import candidates
-from ldp_shared.frames import TREND
+from ldp_shared.trend_series import TREND_COLUMNS
 
 from ..conftest import ADMIN, ANALYST, TestClient, state_of
 from ._data import _create, _upload
@@ -162,7 +162,7 @@ def test_the_download_holds_every_value_of_every_period(trend_client: TestClient
     disposition = response.headers["content-disposition"]
     assert disposition == f'attachment; filename="{NAME}-color-trend.csv"'
     rows = list(csv.DictReader(io.StringIO(response.text)))
-    assert list(rows[0]) == list(TREND)
+    assert list(rows[0]) == list(TREND_COLUMNS)
     assert len(rows) == 4 + 1 + 4  # four colours, the withheld day, four colours
     withheld = rows[4]
     assert withheld["period"] == label(DAYS[1]) and withheld["estimate"] == ""

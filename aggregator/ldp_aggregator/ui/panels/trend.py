@@ -3,11 +3,15 @@ as a table (``trend_result``, the function behind ``GET .../trend``), over the w
 that the from/to form names (by default from the first period holding reports to the
 current one).
 
-A numeric attribute is followed by its mean; a categorical one one value at a time, by
-default the most frequent over the window (its estimates averaged over the released
-periods, weighted by their reports). A period below the release minimum is withheld: the
-chart leaves a gap there and the table says "withheld" with its count, never a zero.
+A numeric attribute is followed by its mean; a histogram attribute (a number in bins) by
+a quantile, by default its median (``estimate=quantiles``, level ``q``), or by one bin's
+frequency; a categorical one one value at a time, by default the most frequent over the
+window (its estimates averaged over the released periods, weighted by their reports),
+and an open domain's by the value typed. A period below the release minimum is withheld:
+the chart leaves a gap there and the table says "withheld" with its count, never a zero.
 The downloads hold every value of every period (:func:`ldp_shared.frames.columns`).
+A naive Bayes model or a kNN classifier has no trend (:mod:`ldp_aggregator.trends`): the
+panel says so and points at training over a window.
 """
 
 from __future__ import annotations
@@ -16,14 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from ldp_aggregator.trends import trend_result
+from ldp_aggregator.trends import TREND_LEVELS, trend_result
 from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView
 from ldp_aggregator.ui.panels.frequencies import INTERVALS, is_open
 from ldp_aggregator.ui.states import problem_view
 from ldp_shared import candidates
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import LDPError
-from ldp_shared.trend_series import SeriesPoint, series
+from ldp_shared.trend_series import SeriesPoint, followed_values, level_name, series
 from ldp_shared.wire.trends import TrendResult
 
 CONFIDENCE = 0.95
@@ -43,12 +47,25 @@ def attribute_names(config: CollectionConfig) -> list[str]:
     return names + ([config.label.name] if config.label is not None else [])
 
 
+def has_quantiles(config: CollectionConfig, attribute: str) -> bool:
+    """Whether ``attribute`` is a number in bins (a histogram): quantiles apply."""
+    for candidate in config.attributes:
+        if candidate.name == attribute:
+            return config.spec_of(candidate).bin_edges is not None
+    return False
+
+
 def released_values(result: TrendResult) -> list[str]:
     """The values a categorical trend estimates (none when every period is withheld)."""
-    for point in result.points:
-        if point.frequencies is not None:
-            return list(point.frequencies.values)
-    return []
+    if result.released_as != "frequencies":
+        return []
+    return followed_values(result)
+
+
+def level_words(value: str) -> str:
+    """A followed quantile level in words: ``"q0.5"`` → ``"median"``, ``"q0.9"`` →
+    ``"0.9-quantile"``."""
+    return "median" if value == level_name(0.5) else f"{value.removeprefix('q')}-quantile"
 
 
 def most_frequent(result: TrendResult) -> str | None:
@@ -66,19 +83,28 @@ def follow(result: TrendResult, asked: str) -> tuple[str, list[SeriesPoint]]:
     and its estimate per period. :class:`InvalidQueryError` for a value the attribute lacks."""
     if result.released_as == "mean":
         return "mean", series(result)
+    if result.released_as == "quantiles":
+        value = next(iter(followed_values(result)), "")
+        return value, series(result, value)
     value = asked or most_frequent(result) or ""
     return value, series(result, value)
 
 
+def subject(result: TrendResult, value: str) -> tuple[str, str]:
+    """What is followed, in words: the axis title's and the chart title's."""
+    if result.released_as == "mean":
+        return "mean", f"mean of {result.attribute}"
+    if result.released_as == "quantiles":
+        words = level_words(value)
+        return words, f"{words} of {result.attribute}"
+    return f"frequency of {value}", f"frequency of {result.attribute} = {value}"
+
+
 def _chart(result: TrendResult, value: str, rows: list[SeriesPoint]) -> dict[str, Any]:
-    mean = result.released_as == "mean"
-    what = "mean" if mean else f"frequency of {value}"
-    subject = (
-        f"mean of {result.attribute}" if mean else f"frequency of {result.attribute} = {value}"
-    )
+    what, followed = subject(result, value)
     return {
         "kind": "trend",
-        "title": f"Estimated {subject} per {result.window.period}",
+        "title": f"Estimated {followed} per {result.window.period}",
         "labels": [row.period for row in rows],
         "values": [row.estimate for row in rows],  # None (a gap) where withheld
         "low": [row.ci_low for row in rows],
@@ -93,6 +119,11 @@ def caption(result: TrendResult) -> str:
     level = f"{result.confidence:.0%}"
     if result.released_as == "mean":
         interval = "a normal interval: the mean ± z standard errors of the mechanism's variance"
+    elif result.released_as == "quantiles":
+        interval = (
+            "every value at which the estimated CDF is not significantly different from the"
+            " level: the inverted pointwise band of the CDF, Woodruff 1952"
+        )
     else:
         kind = next(p.frequencies.interval for p in result.points if p.frequencies is not None)
         interval = INTERVALS[kind]
@@ -107,9 +138,20 @@ def _window_params(ctx: PanelContext) -> dict[str, str]:
     return {"from": ctx.param("from").strip(), "to": ctx.param("to").strip()}
 
 
+def _follows(ctx: PanelContext, attribute: str) -> tuple[str | None, str]:
+    """What the page follows of ``attribute``: ``("quantiles", level)`` for a histogram
+    unless its bins are asked for (``estimate=frequencies``), else ``(None, "")``."""
+    if not has_quantiles(ctx.config, attribute):
+        return None, ""
+    if ctx.param("estimate", "quantiles") == "frequencies":
+        return "frequencies", ""
+    return "quantiles", ctx.param("q").strip() or TREND_LEVELS
+
+
 def _trend(ctx: PanelContext, attribute: str, value: str) -> TrendResult:
     window = _window_params(ctx)
     named = candidates.join([value]) if value and is_open(ctx.config, attribute) else None
+    estimate, level = _follows(ctx, attribute)
     return trend_result(
         ctx.state.engine,
         ctx.collection,
@@ -118,7 +160,26 @@ def _trend(ctx: PanelContext, attribute: str, value: str) -> TrendResult:
         window["to"] or None,
         CONFIDENCE,
         named,
+        estimate,
+        level or None,
     )
+
+
+def no_trend_note(config: CollectionConfig) -> str:
+    """Why the collection's model has no trend here, and what to do instead (empty when
+    it has none)."""
+    where = f"/v1/collections/{config.name}"
+    if config.spec.knn is not None:
+        return (
+            "A kNN classifier is not one estimate per period, so it has no trend: classify"
+            f" over a window instead (POST {where}/knn/classify?from=&to=)."
+        )
+    if config.label is not None:
+        return (
+            "A naive Bayes model is not one estimate per period, so it has no trend: train"
+            f" one over each window you compare (POST {where}/models/naive-bayes?from=&to=)."
+        )
+    return ""
 
 
 def view(ctx: PanelContext) -> PanelView:
@@ -127,6 +188,7 @@ def view(ctx: PanelContext) -> PanelView:
     asked = ctx.param("value").strip()
     window = _window_params(ctx)
     open_domain = is_open(ctx.config, attribute)
+    estimate, level = _follows(ctx, attribute)
     context: dict[str, Any] = {
         "attribute_links": ctx.choices(
             SLUG, "attribute", [(n, n) for n in names], attribute, **window
@@ -137,6 +199,10 @@ def view(ctx: PanelContext) -> PanelView:
         "open_domain": open_domain,
         "confidence": CONFIDENCE,
         "min_reports": ctx.config.spec.release.min_reports,
+        "quantile_attribute": estimate is not None,
+        "estimate": estimate,
+        "level": level,
+        "no_trend_note": no_trend_note(ctx.config),
     }
     if open_domain and not asked:
         context["problem"] = {
@@ -161,7 +227,8 @@ def view(ctx: PanelContext) -> PanelView:
         rows=rows,
         released=len(released),
         withheld=len(rows) - len(released),
-        first=next((p.mean or p.frequencies for p in released), None),
+        first=next((p.mean or p.frequencies or p.quantiles for p in released), None),
+        followed=subject(result, value)[1],
         chart=_chart(result, value, rows),
         caption=caption(result) if released else "",
     )
