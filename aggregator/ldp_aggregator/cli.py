@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import os
 import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +33,8 @@ from ldp_aggregator.shuffler.cli import (
 from ldp_shared.errors import ConfigurationError, LDPError
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
+
     from ldp_aggregator.settings import Settings
 
 PROG = "ldpcollect"
@@ -95,6 +98,14 @@ def add_server_commands(
         " docs/log-mode.md)",
     )
     serve.add_argument(
+        "--workers",
+        type=int,
+        help="uvicorn worker processes (default: $LDPCOLLECT_WORKERS, else 1), each with its"
+        " own group commit and upload limits. PostgreSQL is the multi-worker case; on SQLite"
+        " they share the file (WAL) and take turns at its one write lock. More workers pay"
+        " only with idle cores: bench/workers.py measures it",
+    )
+    serve.add_argument(
         "--log-level",
         default="info",
         choices=("critical", "error", "warning", "info", "debug"),
@@ -134,6 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 MAX_PORT = 65_535
+WORKERS_PER_CORE = 4
+WORKER_SETTINGS_VARIABLE = "LDPCOLLECT_SERVE_WORKER_SETTINGS"  # to the workers; not a setting
 
 
 def check_listen_address(host: str, port: int) -> None:
@@ -158,15 +171,33 @@ def base_url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+def max_workers() -> int:
+    """The most ``serve --workers`` takes: four per CPU core this process may use."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return WORKERS_PER_CORE * (cores or 1)
+
+
+def _check_workers(name: str, workers: int) -> None:
+    if not 1 <= workers <= max_workers():
+        raise ConfigurationError(
+            f"{name} must be from 1 to {max_workers()} ({WORKERS_PER_CORE} per CPU core of"
+            f" this machine), got {workers}"
+        )
+
+
 def _serve(args: argparse.Namespace) -> int:
     if not 1 <= args.port <= MAX_PORT:  # before anything else: nothing is touched
         raise ConfigurationError(f"--port must be from 1 to {MAX_PORT:,}, got {args.port}")
+    if args.workers is not None:  # as the port: one line before anything is touched
+        _check_workers("--workers", args.workers)
+    given = _settings(args.database_url, args.log, args.workers)
+    _check_workers("LDPCOLLECT_WORKERS", given.workers)
     import uvicorn
 
     from ldp_aggregator.app import create_app
     from ldp_aggregator.storage.engine import check_sqlite_folder, make_engine, ping
 
-    settings, generated = _settings(args.database_url, args.log).with_generated_tokens()
+    settings, generated = given.with_generated_tokens()
     if settings.log_url is not None:  # a bad or dead log is one line before anything starts
         from ldp_aggregator.ingest_log.stream import check_reachable, log_settings_of
 
@@ -178,6 +209,10 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         check_listen_address(args.host, args.port)  # before the database is created
         ping(engine)  # a bad URL or an unreachable database is one line, not a traceback
+        if settings.workers > 1 and settings.migrate_on_startup:
+            from ldp_aggregator.storage.migrate import upgrade
+
+            upgrade(engine)  # once, here: the workers must not race to migrate
     finally:
         engine.dispose()
     for role, token in generated.items():
@@ -191,6 +226,21 @@ def _serve(args: argparse.Namespace) -> int:
         f" {url}/docs, ready when {url}/readyz answers",
         file=sys.stderr,
     )
+    if settings.workers > 1:
+        # each worker builds its app from these settings (worker_app): the tokens' digests
+        # only, through the environment, never the command line, a file or a log
+        kept = settings.without_plain_tokens().model_copy(update={"migrate_on_startup": False})
+        os.environ[WORKER_SETTINGS_VARIABLE] = kept.model_dump_json()
+        uvicorn.run(
+            f"{__name__}:worker_app",
+            factory=True,
+            workers=settings.workers,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            access_log=False,
+        )
+        return 0
     app = create_app(settings)
     # The app and the modules it imported live as long as the process: frozen, they are
     # out of the cyclic collector's reach, so a full collection no longer walks some
@@ -210,12 +260,27 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(database_url: str | None, log_url: str | None = None) -> Settings:
-    """The settings from the environment (and ``--database-url``, ``--log``); a bad one is
-    a :class:`ConfigurationError` naming its ``LDPCOLLECT_*`` variable."""
+def worker_app() -> FastAPI:
+    """uvicorn's factory in each ``serve --workers N`` worker: the app of the settings that
+    ``serve`` resolved (JSON in :data:`WORKER_SETTINGS_VARIABLE`, the tokens' digests
+    only; migrations already ran), then the heap frozen as in :func:`_serve`."""
+    from ldp_aggregator.app import create_app
     from ldp_aggregator.settings import Settings
 
-    given: dict[str, Any] = {"database_url": database_url, "log_url": log_url}
+    settings = Settings.model_validate_json(os.environ.pop(WORKER_SETTINGS_VARIABLE))
+    app = create_app(settings)
+    gc.freeze()
+    return app
+
+
+def _settings(
+    database_url: str | None, log_url: str | None = None, workers: int | None = None
+) -> Settings:
+    """The settings from the environment (and ``--database-url``, ``--log``, ``--workers``);
+    a bad one is a :class:`ConfigurationError` naming its ``LDPCOLLECT_*`` variable."""
+    from ldp_aggregator.settings import Settings
+
+    given: dict[str, Any] = {"database_url": database_url, "log_url": log_url, "workers": workers}
     try:
         return Settings(**{key: value for key, value in given.items() if value is not None})
     except ValidationError as error:

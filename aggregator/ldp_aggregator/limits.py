@@ -1,5 +1,5 @@
-"""Request body size limit: the reading used by :mod:`ldp_aggregator.request_guard`, and
-a pure ASGI middleware of its own.
+"""Request body size limit: the reading that :mod:`ldp_aggregator.request_guard` applies
+to every request.
 
 A body is refused with ``413 payload-too-large`` when its ``Content-Length`` is over the
 limit, or when the bytes actually received (chunked uploads) pass it. The body is read
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope
 
 from ldp_aggregator.problems import error_response
 from ldp_shared.errors import PayloadTooLargeError
@@ -75,28 +75,6 @@ def refusal_response(refusal: Refusal, limit: int) -> Response:
         f"the request body ({refusal.what}) is over the limit of {limit} bytes",
         headers={"Connection": "close"},
     )
-
-
-class BodySizeLimitMiddleware:
-    """Refuse request bodies over ``max_body_bytes`` with a problem document."""
-
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
-        if max_body_bytes <= 0:
-            raise ValueError("max_body_bytes must be positive")
-        self.app = app
-        self.max_body_bytes = max_body_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        body = await read_limited_body(scope, receive, self.max_body_bytes)
-        if isinstance(body, Refusal):
-            await refusal_response(body, self.max_body_bytes)(scope, receive, send)
-            return
-        if body is None:
-            return  # the client went away before sending its whole body
-        await self.app(scope, replaying(body, receive), send)
 
 
 def _content_length(scope: Scope) -> int | None:

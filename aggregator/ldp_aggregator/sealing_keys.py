@@ -87,8 +87,11 @@ def _parse(text: str) -> Keyring:
     return Keyring(tuple(entries))
 
 
-def _write(path: Path, keyring: Keyring) -> None:
-    """Atomically replace the file (written 0600, fsynced, renamed)."""
+def _write(path: Path, keyring: Keyring, *, create_only: bool = False) -> bool:
+    """Atomically replace the file (written 0600, fsynced, renamed); with ``create_only``,
+    put it in place only if no file is there yet (a hard link, which fails when the name
+    exists: of several processes creating the keyring at once, one wins and the others
+    read its keys). Whether this call's keyring is the file's."""
     document = {"keys": [e.document() for e in keyring.entries]}
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".sealing-keys-")
@@ -98,10 +101,21 @@ def _write(path: Path, keyring: Keyring) -> None:
             out.flush()
             os.fsync(out.fileno())
         os.chmod(temporary, 0o600)
-        os.replace(temporary, path)
-    except BaseException:
+        if not create_only:
+            os.replace(temporary, path)
+            return True
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
         Path(temporary).unlink(missing_ok=True)
-        raise
+
+
+def create(path: Path) -> None:
+    """A keyring with one fresh key at ``path``, unless another process made one first."""
+    _write(path, Keyring((_Entry(SealingKey.generate(), _today(), None),)), create_only=True)
 
 
 def rotate(path: Path, grace_days: int = DEFAULT_GRACE_DAYS, today: date | None = None) -> str:
@@ -133,7 +147,7 @@ class KeyringFile:
     def load(self) -> Keyring:
         with self._lock:
             if not self.path.exists():
-                rotate(self.path)
+                create(self.path)  # several workers may get here at once: one key wins
             status = self.path.stat()
             seen = (status.st_ino, status.st_mtime_ns, status.st_size)
             if self._keyring is None or seen != self._seen:

@@ -91,6 +91,11 @@ class Settings(BaseSettings):
     migrate_on_startup: bool = Field(
         default=True, description="run the Alembic migrations (upgrade head) at startup"
     )
+    workers: int = Field(
+        default=1,
+        ge=1,
+        description="uvicorn worker processes of `ldpcollect serve` (its --workers)",
+    )
     metrics_token: SecretStr | None = Field(
         default=None, description="bearer token /metrics then needs (unset: /metrics is open)"
     )

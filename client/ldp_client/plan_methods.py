@@ -33,6 +33,7 @@ def plan_call(
     target_width: float | None,
     delta: float,
     confidence: float,
+    second_moment: float = 1.0,
 ) -> ApiCall[Plan]:
     """``GET /v1/plan`` (no token): the query's members that are set, as parameters."""
     given = {
@@ -45,6 +46,7 @@ def plan_call(
         "target_width": target_width,
         "delta": delta,
         "confidence": confidence,
+        "second_moment": second_moment,
     }
     params = {key: repr(value) for key, value in given.items() if value is not None}
     return ApiCall("GET", "/v1/plan", _parse_plan, params)
@@ -69,13 +71,26 @@ class PlanMethods:
         target_width: float | None = None,
         delta: float = 1e-6,
         confidence: float = 0.95,
+        second_moment: float = 1.0,
     ) -> Plan:
         """Every mechanism that plans the attribute (``domain_size`` values, numbers in
         ``[lo, hi]``, or an open domain), best first, at ``n`` reports or for a target
         standard error or interval width: its error or the reports it needs, report size,
-        central ε if shuffled (at ``delta``) and heavy-hitter threshold. An impossible
-        query raises :class:`~ldp_shared.errors.InfeasiblePlanError`."""
+        central ε if shuffled (at ``delta``) and heavy-hitter threshold, with hashing's
+        collision term stated at ``second_moment`` (F₂ = Σ f² of the values, in (0, 1];
+        1, the worst case). An impossible query raises
+        :class:`~ldp_shared.errors.InfeasiblePlanError`, a malformed one (``second_moment``
+        outside (0, 1], say) :class:`~ldp_shared.errors.InvalidQueryError`."""
         call = plan_call(
-            epsilon, domain_size, lo, hi, n, target_stderr, target_width, delta, confidence
+            epsilon,
+            domain_size,
+            lo,
+            hi,
+            n,
+            target_stderr,
+            target_width,
+            delta,
+            confidence,
+            second_moment,
         )
         return self._call(call)

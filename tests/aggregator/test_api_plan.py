@@ -53,3 +53,21 @@ def test_missing_epsilon_is_a_validation_problem(client: TestClient) -> None:
     response = client.get("/v1/plan", params={"domain_size": 8, "n": 10})
     assert response.status_code == 422
     assert response.headers["content-type"].startswith("application/problem+json")
+
+
+def test_open_domain_plan_states_its_collision_assumption(client: TestClient) -> None:
+    response = client.get("/v1/plan", params={"epsilon": 1, "n": 1_000_000})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert {e["mechanism"] for e in body["mechanisms"]} == {"flh", "hcms", "pem"}
+    assert body["second_moment"] == 1.0
+    for entry in body["mechanisms"]:
+        assert entry["second_moment"] == 1.0 and entry["parameters"]["hashes"] >= 1
+        assert entry["local_delta"] == 0.0 and entry["heavy_hitter_threshold"] > 0
+
+
+def test_numeric_plan_lists_bin_frequencies_after_the_means(client: TestClient) -> None:
+    response = client.get("/v1/plan", params={"lo": 0, "hi": 10, "epsilon": 1, "n": 5000})
+    assert response.status_code == 200, response.text
+    kinds = [entry["released_as"] for entry in response.json()["mechanisms"]]
+    assert kinds == sorted(kinds, key=lambda kind: kind != "mean") and "frequencies" in kinds

@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 import uvicorn
+from scipy.stats import norm
 from tests.engines import database_url
 
 from ldp_aggregator.app import create_app
 from ldp_aggregator.settings import Settings
+from ldp_shared.rand import seeded_rng
 
 ADMIN = "admin-token-for-tests"
 ANALYST = "analyst-token-for-tests"
@@ -57,3 +59,21 @@ def e2e_settings(tmp_path: Path, **changes: Any) -> Settings:
 def server(tmp_path: Path) -> Iterator[str]:
     with serving(e2e_settings(tmp_path)) as url:
         yield url
+
+
+E2E_ALPHA = 1e-4
+"""The chance that a correct implementation fails one end-to-end estimate check (for all
+its values together); the data and the devices' generators are seeded, so a given run
+either passes or fails every time."""
+
+
+def z_bar(count: int, alpha: float = E2E_ALPHA) -> float:
+    """The two-sided bar on |z| for ``count`` values at family-wise level ``alpha``
+    (Bonferroni: each value at ``alpha / count``; z standard normal under the truth)."""
+    return float(norm.isf(alpha / (2 * count)))
+
+
+def device_key(device: int) -> bytes:
+    """A fixed memo key for test device ``device``'s ledger (its permanent randomization
+    derives from it): a ledger makes a random one by default."""
+    return seeded_rng(1000 + device).bytes(32)

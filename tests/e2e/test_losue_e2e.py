@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ldp_client import LDPClient, privatize_columns
+from ldp_client import LDPClient, Ledger, privatize_columns
 from ldp_shared.rand import seeded_rng
 
-from .conftest import ADMIN, ANALYST
+from .conftest import ADMIN, ANALYST, device_key, z_bar
 
 pytestmark = pytest.mark.e2e
 
@@ -36,14 +36,15 @@ def test_daily_devices_over_http(server: str, tmp_path: Path) -> None:
     gen = np.random.default_rng(13)
     fresh = gen.choice(PAGES, size=FRESH, p=SHARE)
     with LDPClient(server) as fleet:
-        reports = privatize_columns(config, {"page": fresh})
+        reports = privatize_columns(config, {"page": fresh}, rng=seeded_rng(14))
         assert fleet.submit_reports("pages", reports).accepted == FRESH
     true = np.array([np.sum(fresh == p) for p in PAGES], dtype=float)
     for device in range(DEVICES):
         days = [PAGES[device]] * 12 + [PAGES[device + 10]] * (DAYS - 12)  # one change
-        with LDPClient(
-            server, ledger=tmp_path / f"d{device}.sqlite3", rng=seeded_rng(device)
-        ) as phone:
+        with (
+            Ledger(tmp_path / f"d{device}.sqlite3", memo_key=device_key(device)) as ledger,
+            LDPClient(server, ledger=ledger, rng=seeded_rng(device)) as phone,
+        ):
             for page in days:
                 assert phone.submit("pages", [{"page": page}]).accepted == 1
             assert phone.ledger is not None
@@ -56,5 +57,8 @@ def test_daily_devices_over_http(server: str, tmp_path: Path) -> None:
     with LDPClient(server, token=ANALYST) as analyst:
         result = analyst.frequencies("pages", "page")
     assert result.n_reports == n and result.values == PAGES
-    z = (np.asarray(result.estimate) - true / n) / np.asarray(result.stderr)
-    assert np.all(np.abs(z) < 4.5), z
+    estimate, stderr = np.asarray(result.estimate), np.asarray(result.stderr)
+    z = (estimate - true / n) / stderr
+    assert np.all(np.abs(z) < z_bar(len(PAGES))), z
+    # power: the same check rejects a uniform share (what a broken perturbation tends to)
+    assert np.any(np.abs((estimate - 1 / len(PAGES)) / stderr) >= z_bar(len(PAGES)))

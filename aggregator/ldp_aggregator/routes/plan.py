@@ -35,10 +35,22 @@ def get_plan(
     ] = None,
     delta: Annotated[float, Query(description="δ of the central (shuffled) guarantee")] = 1e-6,
     confidence: Annotated[float, Query(description="level of the intervals")] = 0.95,
+    second_moment: Annotated[
+        float,
+        Query(
+            # the range is documented here and checked by the planner, so that a value
+            # outside it is the planner's invalid-query problem, as for ε, δ and the rest
+            json_schema_extra={"exclusiveMinimum": 0, "maximum": 1},
+            description="F₂ = Σ f² of the values, in (0, 1], at which hashing's collision"
+            " term is stated (1, the default: the worst case; 1/d for d equally common"
+            " values)",
+        ),
+    ] = 1.0,
 ) -> Plan:
     """Every mechanism that plans the attribute, best first: the standard error at ``n``
     (or the ``n`` a target needs), report size, central ε if shuffled, heavy-hitter
-    threshold. Neither bounds nor a domain size: an open domain."""
+    threshold. Neither bounds nor a domain size: an open domain. ``second_moment`` outside
+    ``(0, 1]`` is a 422 problem."""
     return plan(
         epsilon=epsilon,
         domain_size=domain_size,
@@ -49,4 +61,5 @@ def get_plan(
         target_width=target_width,
         delta=delta,
         confidence=confidence,
+        second_moment=second_moment,
     )

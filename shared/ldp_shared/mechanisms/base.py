@@ -26,7 +26,7 @@ import math
 import typing
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -81,10 +81,32 @@ class PlannedVariance:
     per_report: float
     floor: float = 0.0
     at: float = 0.0
+    collision: float = 0.0
+    """Variance per unit of ``F₂ = Σ_u f_u²`` (the other devices' values) that ``n`` does
+    not shrink: the collision term ``collision·F₂`` of a fixed hash family."""
+    second_moment: float = 1.0
+    """``F₂`` the collision term is stated at: 1 (the worst case, every other device holds
+    one value) unless the planner's query gives it (:meth:`assuming`)."""
+    case: tuple[int, int] | None = None
+    """Frequencies whose variance depends on where the others' mass is: ``(held, queried)``
+    value indices of the planning case, every device holding ``held`` and the estimate
+    of ``queried``; ``None``: any value nobody holds (the variance is the same)."""
+    parameters: Mapping[str, float] = field(default_factory=dict)
+    """The mechanism's parameters the prediction is for, where the planner chose them
+    (hash functions, buckets, ε∞, δ): they are what a collection must declare to match."""
+
+    @property
+    def floor_total(self) -> float:
+        """The variance no ``n`` removes: ``floor + collision·F₂``."""
+        return self.floor + self.collision * self.second_moment
 
     def variance(self, n: int) -> float:
         """The variance of one estimate at ``n`` reports."""
-        return self.per_report / n + self.floor
+        return self.per_report / n + self.floor_total
+
+    def assuming(self, second_moment: float) -> PlannedVariance:
+        """The same prediction with the collision term at ``F₂ = second_moment``."""
+        return replace(self, second_moment=second_moment)
 
 
 @dataclass(frozen=True)
@@ -173,6 +195,12 @@ class Randomizer(ABC):
     def planned_variance(self) -> PlannedVariance | None:
         """The closed-form variance of one estimate in the planning case (see
         :class:`PlannedVariance`); ``None``: the mechanism has none, the planner skips it."""
+        return None
+
+    def planned_threshold(self, variance: PlannedVariance, n: int) -> float | None:
+        """The heavy-hitter threshold of the mechanism's own discovery at ``n`` reports,
+        given its :meth:`planned_variance` (at the query's ``F₂``); ``None`` (the default):
+        the planner's test of one value against 0 applies."""
         return None
 
     def unit_variance(self, estimate: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -295,6 +323,12 @@ class AttributeSpec(RequestModel):
         in ``[lo, hi]``, or an open domain (all ``None``); one per mechanism name the class
         answers to. Empty (the default): the class does not plan that attribute."""
         return []
+
+    def plan_at(self, epsilon: float) -> AttributeSpec:
+        """This planner spec (from :meth:`plan_specs`) at the query's ``epsilon``, for a
+        class whose planned parameters follow ε (a longitudinal ε∞, the buckets dBitFlip
+        samples); by default itself."""
+        return self
 
     @classmethod
     def mechanism_literals(cls) -> tuple[str, ...]:

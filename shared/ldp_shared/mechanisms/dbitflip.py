@@ -58,10 +58,17 @@ from ldp_shared.errors import ConfigurationError, InsufficientReportsError
 from ldp_shared.intervals import VarianceCurve
 from ldp_shared.kernel import FloatArray, FrequencyEstimate, bounds_problem, z_value
 from ldp_shared.mechanisms._checks import check_epsilon, check_indices
-from ldp_shared.mechanisms.base import AttributeSpec, Blocks, Segment, StatsBlock, Unpacked
+from ldp_shared.mechanisms.base import (
+    AttributeSpec,
+    Blocks,
+    PlannedVariance,
+    Segment,
+    StatsBlock,
+    Unpacked,
+)
 from ldp_shared.mechanisms.categorical import index_width, pack_rows, unpack_bits
 from ldp_shared.mechanisms.grr import realised_keep
-from ldp_shared.mechanisms.histogram import bin_indices, bin_labels
+from ldp_shared.mechanisms.histogram import PLANNED_BINS, bin_indices, bin_labels
 from ldp_shared.mechanisms.longitudinal import (
     LongitudinalRandomizer,
     prf_uniform_list,
@@ -103,6 +110,31 @@ class DBitFlipSpec(AttributeSpec):
                 f" {self.buckets} buckets; bits must be at most buckets"
             )
         return self
+
+    @classmethod
+    def plan_specs(
+        cls, domain_size: int | None, lo: float | None, hi: float | None
+    ) -> list[AttributeSpec]:
+        """Planned for numbers in ``[lo, hi]`` over :data:`PLANNED_BINS` buckets, one
+        period's bucket frequency (:meth:`DBitFlipPM.planned_variance`); the bits are
+        chosen at the query's ε (:meth:`plan_at`)."""
+        if lo is None or hi is None or domain_size is not None:
+            return []
+        try:
+            return [cls(name="planned", mechanism=NAME, lo=lo, hi=hi, buckets=PLANNED_BINS, bits=1)]
+        except ValueError:
+            return []
+
+    def plan_at(self, epsilon: float) -> AttributeSpec:
+        """The ``b`` of least planned variance at ``epsilon``: ``(d/b)·q(1−q)/(p−q)²``
+        falls with ``b`` for ``b ≥ 2`` (each bit at ε/2), so ``b = 1`` (ε per bit) or the
+        most (``min(d, 64)``), whichever is lower."""
+        most = min(self.buckets, MAX_BITS)
+        per_report = {
+            b: DBitFlipPM(d=self.buckets, b=b, epsilon=epsilon).planned_variance().per_report
+            for b in (1, most)
+        }
+        return self.model_copy(update={"bits": min(per_report, key=per_report.__getitem__)})
 
     @property
     def edges(self) -> list[float]:
@@ -284,6 +316,16 @@ class DBitFlipPM(LongitudinalRandomizer):
             "sampled": np.bincount(buckets.ravel(), minlength=self.d).astype(np.int64),
             "ones": np.bincount(buckets[bits == 1], minlength=self.d).astype(np.int64),
         }
+
+    def planned_variance(self) -> PlannedVariance:
+        """One period's frequency of a bucket nobody's value falls in: the module
+        docstring's ``q(1 − q)/(n_v (p − q)²)`` with ``n_v`` at its mean ``n·b/d`` (first
+        order in ``1/n``; Ding, Kulkarni and Yekhanin 2017's estimator has ``nb/d`` in
+        place of ``n_v``), per report ``(d/b)·q(1 − q)/(p − q)²``."""
+        per_report = self.d / self.b * self.q * (1.0 - self.q) / (self.p - self.q) ** 2
+        return PlannedVariance(
+            per_report=per_report, parameters={"buckets": self.d, "bits": self.b}
+        )
 
     def variance_curve(self, sampled: FloatArray, n: int) -> VarianceCurve:
         """``V(f)`` of each bucket's estimate given its ``n_v`` (module docstring)."""

@@ -63,7 +63,7 @@ from ldp_shared.errors import ConfigurationError, InvalidQueryError
 from ldp_shared.kernel import FloatArray, FrequencyEstimate, channel_epsilon, z_value
 from ldp_shared.mechanisms._checks import check_epsilon, check_indices
 from ldp_shared.mechanisms.base import EPSILON_SLACK as EPSILON_SLACK
-from ldp_shared.mechanisms.base import Blocks, StatsBlock
+from ldp_shared.mechanisms.base import AttributeSpec, Blocks, PlannedVariance, StatsBlock
 from ldp_shared.mechanisms.categorical import (
     CategoricalSpec,
     ValueIndexAnswers,
@@ -159,6 +159,17 @@ class ExponentialSpec(CategoricalSpec):
     def is_ordered(self) -> bool:
         """The ordinal utility orders the domain (its CDF and median mean something)."""
         return self.utility == "ordinal"
+
+    @classmethod
+    def plan_specs(
+        cls, domain_size: int | None, lo: float | None, hi: float | None
+    ) -> list[AttributeSpec]:
+        """Planned with the ordinal utility (equality is GRR, planned as ``grr``) over
+        ``domain_size`` ordered values, at most :data:`MAX_DOMAIN`."""
+        if domain_size is None or not 2 <= domain_size <= MAX_DOMAIN:
+            return []
+        domain = [str(i) for i in range(domain_size)]
+        return [cls(name="planned", mechanism="exponential", domain=domain, utility="ordinal")]
 
     def utility_matrix(self) -> FloatArray:
         """``U[x, y] = u(domain[x], domain[y])``."""
@@ -323,6 +334,19 @@ class ExponentialRandomizer(ValueIndexAnswers):
 
     def frequency_covariance(self, stats: Blocks, n: int) -> FloatArray:
         return self.estimate_covariance(stats["counts"], n)[1]
+
+    def planned_variance(self) -> PlannedVariance:
+        """The variance of the unbiased ``f̂_v = (M⁻¹ C/n)_v`` of a value nobody holds, at
+        its worst: with every device holding ``x`` (``π = M e_x``) the plug-in covariance
+        above gives ``Var f̂_v = Σ_y (M⁻¹)²_{vy} M_{yx} / n`` for ``v ≠ x``; the planner
+        takes the largest over the pairs, and names it in ``case`` (``(x, v)``). The
+        variance is linear in the distribution, so no distribution with ``f_v = 0`` does
+        worse."""
+        m = self.channel.matrix
+        per_pair = (self.channel.inverse**2) @ m  # [v, x]
+        np.fill_diagonal(per_pair, -np.inf)
+        v, x = np.unravel_index(int(np.argmax(per_pair)), per_pair.shape)
+        return PlannedVariance(per_report=float(per_pair[v, x]), case=(int(x), int(v)))
 
     def estimate_stats(self, stats: Any, n: int, confidence: float) -> FrequencyEstimate:
         z_value(confidence)  # refuse a bad level before any work

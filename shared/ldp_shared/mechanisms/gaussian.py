@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
@@ -66,6 +66,7 @@ from pydantic import Field, model_validator
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.kernel import FloatArray
 from ldp_shared.mechanisms._checks import check_epsilon
+from ldp_shared.mechanisms.base import AttributeSpec, PlannedVariance
 from ldp_shared.mechanisms.integer_channel import integer_channel
 from ldp_shared.mechanisms.laplace import MAX_CELLS, MAX_LEVELS, TIE, worst_variance
 from ldp_shared.mechanisms.lattice import LatticeChannel, LatticeRandomizer, lattice_channel
@@ -78,6 +79,8 @@ TAIL_SDS = 9.0
 STEP = 1.0 / 4096.0
 """``s`` grows by factors ``1 + STEP`` until the exact δ is within the requested one."""
 MAX_STEPS = 1 << 16
+PLANNED_DELTA = 1e-6
+"""δ per report of a planned ``gaussian`` attribute."""
 
 
 def _check(epsilon: float, delta: float, sensitivity: float) -> None:
@@ -284,6 +287,20 @@ class GaussianSpec(NumericSpec):
             )
         return self
 
+    @classmethod
+    def plan_specs(
+        cls, domain_size: int | None, lo: float | None, hi: float | None
+    ) -> list[AttributeSpec]:
+        """Planned for numbers in ``[lo, hi]`` at δ = :data:`PLANNED_DELTA` per report (the
+        query's δ is the shuffled central guarantee's), analytic calibration; the mean
+        at its worst value, the lattice's :meth:`LatticeRandomizer.planned_variance`."""
+        if lo is None or hi is None or domain_size is not None:
+            return []
+        try:
+            return [cls(name="planned", mechanism="gaussian", lo=lo, hi=hi, delta=PLANNED_DELTA)]
+        except ValueError:
+            return []
+
     def randomizer(self, epsilon: float | None, classes: int = 1) -> GaussianRandomizer:
         if epsilon is None:
             raise ConfigurationError(f"attribute {self.name!r}: gaussian needs an ε")
@@ -321,6 +338,11 @@ class GaussianRandomizer(LatticeRandomizer):
     def delta(self) -> float:
         """The exact δ at ε of the quantised channel sampled (at most ``target_delta``)."""
         return self.lattice.delta
+
+    def planned_variance(self) -> PlannedVariance:
+        """The lattice's worst ``Var(v_y | t)`` (the mean's variance per report at its worst
+        value, rounding included), at the δ it was built for."""
+        return replace(super().planned_variance(), parameters={"delta": self.target_delta})
 
     def published_parameters(self) -> dict[str, Any]:
         lattice = self.lattice

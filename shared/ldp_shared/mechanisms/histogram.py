@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 from pydantic import Field, model_validator
 
 from ldp_shared.errors import ConfigurationError
-from ldp_shared.mechanisms.base import AttributeSpec, Randomizer
+from ldp_shared.mechanisms.base import AttributeSpec, PlannedVariance, Randomizer
 from ldp_shared.mechanisms.grr import GeneralizedRandomizedResponse
 from ldp_shared.mechanisms.numeric import finite_numbers
 from ldp_shared.mechanisms.registry import register
@@ -53,6 +53,8 @@ MAX_BINS = 1024
 """Most bins of a histogram: the ordinal summaries use a dense ``B × B`` covariance."""
 
 ChannelName = Literal["auto", "grr", "oue"]
+PLANNED_BINS = 16
+"""Equal bins the planner gives a histogram of ``[lo, hi]`` (its query names none)."""
 
 
 def grr_is_better(bins: int, epsilon: float) -> bool:
@@ -120,6 +122,21 @@ class HistogramSpec(AttributeSpec):
             )
         return self
 
+    @classmethod
+    def plan_specs(
+        cls, domain_size: int | None, lo: float | None, hi: float | None
+    ) -> list[AttributeSpec]:
+        """Planned for numbers in ``[lo, hi]`` over :data:`PLANNED_BINS` equal bins (the
+        query names no bins), the channel ``auto``; what is planned is one bin's
+        frequency (:meth:`HistogramGRR.planned_variance`)."""
+        if lo is None or hi is None or domain_size is not None:
+            return []
+        edges = [float(e) for e in np.linspace(lo, hi, PLANNED_BINS + 1)]
+        try:
+            return [cls(name="planned", mechanism="histogram", edges=edges)]
+        except ValueError:  # bounds too close for distinct edges
+            return []
+
     @property
     def lo(self) -> float:
         return self.edges[0]
@@ -170,6 +187,11 @@ class HistogramGRR(GeneralizedRandomizedResponse):
     def published(self) -> dict[str, Any]:
         return {**super().published(), "channel": "grr"}
 
+    def planned_variance(self) -> PlannedVariance:
+        """The frequency of a bin nobody's value falls in: GRR's ``q(1 − q)/(n (p − q)²)``
+        (Wang et al., USENIX Security 2017, §4), over the bins."""
+        return replace(super().planned_variance(), parameters={"bins": self.d})
+
 
 @dataclass(frozen=True)
 class HistogramOUE(UnaryEncoding):
@@ -177,3 +199,8 @@ class HistogramOUE(UnaryEncoding):
 
     def published(self) -> dict[str, Any]:
         return {**super().published(), "channel": "oue"}
+
+    def planned_variance(self) -> PlannedVariance:
+        """The frequency of a bin nobody's value falls in: OUE's ``q(1 − q)/(n (p − q)²)``
+        ``= 4e^ε/(n (e^ε − 1)²)`` (Wang et al., USENIX Security 2017, §4), over the bins."""
+        return replace(super().planned_variance(), parameters={"bins": self.d})

@@ -48,13 +48,14 @@ GRR's at ``(p, q)``: this class is GRR with the chained channel.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ldp_shared.mechanisms._checks import check_domain_size, check_indices
+from ldp_shared.mechanisms.base import PlannedVariance
 from ldp_shared.mechanisms.grr import (
     GeneralizedRandomizedResponse,
     grr_probabilities,
@@ -145,6 +146,15 @@ class LongitudinalGRR(GeneralizedRandomizedResponse, LongitudinalRandomizer):
     def permanent_epsilon(self) -> float:
         """ε∞ = ``ln(p₁/q₁)``: all reports of one value post-process its permanent step."""
         return math.inf if self.q1 == 0.0 else math.log(self.p1 / self.q1)
+
+    def planned_variance(self) -> PlannedVariance:
+        """One period's frequency of a value nobody holds, from each device's first report:
+        Arcolezi et al. 2022's ``π(1 − π)/(n (p₁ − q₁)²(p₂ − q₂)²)`` at ``π = q``, the
+        kernel's ``q(1 − q)/(n (p − q)²)`` of the chained channel, at this ε∞."""
+        return replace(
+            super().planned_variance(),
+            parameters={"permanent_epsilon": self.epsilon_infinity},
+        )
 
     def published(self) -> dict[str, Any]:
         return {

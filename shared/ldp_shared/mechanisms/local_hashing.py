@@ -346,10 +346,16 @@ class LocalHashing(Randomizer):
         return self.estimate_keys(stats, n, encoded, confidence)
 
     def planned_variance(self) -> PlannedVariance:
-        """The module docstring's variance at ``f_v = 0``, with the collision term at its
-        worst (``F₂ = 1``: every other device holds one value), which n does not shrink."""
+        """The module docstring's variance of a value nobody holds (``f_v = 0``): OLH's
+        sampling term ``q*(1 − q*)/(n (p − q*)²)`` and the collision term
+        ``F₂/((g − 1) k)``, which n does not shrink, stated per unit of ``F₂`` (the planner
+        puts in the query's ``F₂``, by default the worst case 1)."""
         sampling = float(frequency_variance(np.zeros(1), 1, self.p, self.q_star)[0])
-        return PlannedVariance(per_report=sampling, floor=1.0 / ((self.g - 1) * self.k))
+        return PlannedVariance(
+            per_report=sampling,
+            collision=1.0 / ((self.g - 1) * self.k),
+            parameters={"hashes": self.k, "buckets": self.g},
+        )
 
     def estimate_stats(self, stats: Blocks, n: int, confidence: float) -> FrequencyEstimate:
         if self.domain_keys is None:

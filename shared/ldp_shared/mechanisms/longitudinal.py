@@ -42,11 +42,13 @@ from numpy.typing import NDArray
 from pydantic import Field
 
 from ldp_shared.errors import ConfigurationError
+from ldp_shared.identifiers import MAX_DOMAIN_SIZE
 from ldp_shared.mechanisms._checks import check_epsilon
-from ldp_shared.mechanisms.base import Randomizer
+from ldp_shared.mechanisms.base import AttributeSpec, Randomizer
 from ldp_shared.mechanisms.categorical import CategoricalSpec
 
 __all__ = [
+    "PLANNED_PERMANENT_RATIO",
     "LongitudinalCategoricalSpec",
     "LongitudinalRandomizer",
     "attribute_key",
@@ -56,6 +58,9 @@ __all__ = [
     "value_messages",
 ]
 
+PLANNED_PERMANENT_RATIO = 2.0
+"""ε∞ of a planned longitudinal attribute, in multiples of the ε of one report: all the
+reports of one value reveal at most twice what one does."""
 _WORDS_PER_BLOCK = 4  # a SHA-256 block is four 64-bit words
 _UNIT = 2.0**-53
 
@@ -97,6 +102,23 @@ class LongitudinalCategoricalSpec(CategoricalSpec):
             " permanent randomization); at least the ε one report is allotted"
         ),
     )
+
+    @classmethod
+    def plan_specs(
+        cls, domain_size: int | None, lo: float | None, hi: float | None
+    ) -> list[AttributeSpec]:
+        """Planned over ``domain_size`` values; ε∞ follows the query's ε (:meth:`plan_at`)."""
+        if domain_size is None or not 2 <= domain_size <= MAX_DOMAIN_SIZE:
+            return []
+        domain = [str(i) for i in range(domain_size)]
+        return [
+            cls(name="planned", mechanism=m, domain=domain, permanent_epsilon=1.0)
+            for m in cls.mechanism_literals()
+        ]
+
+    def plan_at(self, epsilon: float) -> AttributeSpec:
+        """ε∞ = :data:`PLANNED_PERMANENT_RATIO` × the ε of one report."""
+        return self.model_copy(update={"permanent_epsilon": PLANNED_PERMANENT_RATIO * epsilon})
 
     def randomizer(self, epsilon: float | None, classes: int = 1) -> LongitudinalRandomizer:
         if epsilon is None:

@@ -49,7 +49,7 @@ variance does not grow with ``d`` (L-GRR's does, linearly): choose it for large 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -57,6 +57,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ldp_shared.kernel import unary_epsilon
 from ldp_shared.mechanisms._checks import check_domain_size, check_indices
+from ldp_shared.mechanisms.base import PlannedVariance
 from ldp_shared.mechanisms.grr import realised_keep
 from ldp_shared.mechanisms.longitudinal import (
     LongitudinalCategoricalSpec,
@@ -135,6 +136,15 @@ class LongitudinalOSUE(UnaryEncoding, LongitudinalRandomizer):
         """ε∞ = ``ln(p₁(1 − q₁)/((1 − p₁)q₁))``: all reports of one value post-process
         its permanent OUE vector."""
         return unary_epsilon(self.p1, self.q1)
+
+    def planned_variance(self) -> PlannedVariance:
+        """One period's frequency of a value nobody holds, from each device's first report:
+        Arcolezi et al. 2022's ``π(1 − π)/(n (p₁ − q₁)²(p₂ − q₂)²)`` at ``π = q``, the
+        kernel's ``q(1 − q)/(n (p − q)²)`` of the chained channel, at this ε∞."""
+        return replace(
+            super().planned_variance(),
+            parameters={"permanent_epsilon": self.epsilon_infinity},
+        )
 
     def published(self) -> dict[str, Any]:
         return {

@@ -33,7 +33,8 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
@@ -50,6 +51,7 @@ from ldp_shared.kernel import FrequencyEstimate
 from ldp_shared.mechanisms.base import (
     AttributeSpec,
     Blocks,
+    PlannedVariance,
     Randomizer,
     Segment,
     StatsBlock,
@@ -76,6 +78,9 @@ MAX_LEVELS = 32
 CELL_BUDGET = 2**19
 """Counters the default ``hashes`` aims at: ``L·k·g ≤ 2^19`` (4 MiB of statistics)."""
 MAX_DEFAULT_HASHES = 1024
+PLANNED_TOP = 32
+"""Strings a planned discovery query asks for (``keep = 64`` prefixes a level, fewer
+where the search's work budget lowers it)."""
 
 
 def default_hashes(levels: int, epsilon: float) -> int:
@@ -120,6 +125,17 @@ class PrefixHashingSpec(AttributeSpec):
     @property
     def is_open(self) -> bool:
         return True
+
+    @classmethod
+    def plan_specs(
+        cls, domain_size: int | None, lo: float | None, hi: float | None
+    ) -> list[AttributeSpec]:
+        """Planned over an open domain only, at the default ``max_length`` (a listed
+        domain needs no discovery, and its strings' byte lengths, which decide how many
+        levels carry them, are not in the query)."""
+        if domain_size is not None or lo is not None or hi is not None:
+            return []
+        return [cls(name="planned", mechanism="pem")]
 
     def value_bytes(self, column: Sequence[Any] | NDArray[Any]) -> list[bytes]:
         """Each value's UTF-8 bytes after NFC (checked: type, UTF-8, length, not empty)."""
@@ -314,6 +330,33 @@ class PrefixHashing(Randomizer):
             "an open domain has no list of values to estimate: name the values"
             " (values=...) or ask for its heavy hitters"
         )
+
+    def planned_variance(self) -> PlannedVariance:
+        """The frequency estimate of a string of ``L`` bytes (the longest) that nobody
+        holds, from the final level alone, where about ``n/L`` reports fall (the levels are
+        uniform): FLH's per-report term times ``L`` (to first order in ``1/n``), and FLH's
+        collision term per unit of ``F₂``. Its heavy-hitter threshold is
+        :meth:`planned_threshold`."""
+        oracle = self.level_oracle.planned_variance()
+        return replace(
+            oracle,
+            per_report=self.levels * oracle.per_report,
+            parameters={**oracle.parameters, "levels": self.levels},
+        )
+
+    def planned_threshold(self, variance: PlannedVariance, n: int) -> float:
+        """Discovery's detection threshold (:func:`ldp_shared.analyses.heavy_hitters.
+        detection_threshold`) for a string of ``L`` bytes at ``n`` reports, every level's
+        standard error ``σ`` that of :meth:`planned_variance` (each level has ``n/L``
+        reports, as the final one): bars ``z_keep·σ`` at levels ``1..L−1`` and, for the
+        exact final test, its normal approximation ``z·σ`` at the tail ``α/(256·keep·L)``
+        of a query of at most :data:`PLANNED_TOP` strings (``keep`` as the search keeps)."""
+        from ldp_shared.analyses import heavy_hitters as hh  # it imports this module
+
+        sd = math.sqrt(variance.variance(n))
+        keep = hh.keep_limit(PLANNED_TOP, self.levels, self.k)
+        z_find = NormalDist().inv_cdf(1.0 - hh.FALSE_DISCOVERY / (256 * keep * self.levels))
+        return hh.detection_threshold([sd] * (self.levels - 1), sd, z_find * sd)
 
     def noise_sd(self, table: NDArray[np.int64]) -> float:
         """The standard error of the estimate of a key no device holds, from ``table``."""

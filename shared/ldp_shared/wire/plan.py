@@ -38,7 +38,20 @@ class PlanEntry(WireModel):
     )
     heavy_hitter_threshold: float | None = Field(
         description="least frequency found with probability 0.9 by a test at level"
-        " 0.05/d against 0; null for a mean"
+        " 0.05/d against 0 (pem: by its own discovery); null for a mean"
+    )
+    second_moment: float | None = Field(
+        default=None,
+        description="F₂ = Σ f² of the others' values that the hashing collision term,"
+        " which no n removes, is stated at; null for a mechanism without one",
+    )
+    local_delta: float = Field(
+        default=0.0, description="δ of one report: 0 for a pure ε-LDP mechanism"
+    )
+    parameters: dict[str, int | float] = Field(
+        default_factory=dict,
+        description="the mechanism's parameters the planner chose (hash functions, bins,"
+        " ε∞, δ): a collection declares them to get this prediction",
     )
 
 
@@ -53,6 +66,10 @@ class Plan(WireModel):
     n: int | None = Field(description="the query's n (null when it gave a target)")
     target_stderr: float | None = Field(description="the target (null when it gave n)")
     delta: float = Field(description="δ of the central guarantee")
+    second_moment: float = Field(
+        default=1.0,
+        description="F₂ = Σ f² of the values assumed by collision terms (1: the worst case)",
+    )
     confidence: float
     mechanisms: list[PlanEntry] = Field(description="best first: lowest error, or fewest reports")
     unreachable: list[str] = Field(
@@ -60,4 +77,5 @@ class Plan(WireModel):
     )
     not_planned: list[str] = Field(
         description="registered mechanisms with no closed-form variance for this attribute"
+        " (or, for a target, none in the target's units)"
     )

@@ -84,3 +84,22 @@ def test_a_device_refuses_a_key_its_id_does_not_name() -> None:
     with pytest.raises(ConfigurationError, match="does not match its id"):
         SealingKey.published("00" * 8, to_text(key.public))
     assert SealingKey.published(key.key_id, to_text(key.public)).public == key.public
+
+
+def test_workers_creating_the_keyring_at_once_agree_on_one_key(tmp_path: Path) -> None:
+    """``serve --workers N``: each worker holds its own KeyringFile; the first to reach a
+    missing file creates it, and the others read that key instead of replacing it with
+    their own (a device sealing to a replaced key would be refused)."""
+    import multiprocessing
+
+    path = tmp_path / "keys.json"
+    context = multiprocessing.get_context("fork")
+    with context.Pool(4) as pool:
+        ids = pool.map(_first_key_id, [str(path)] * 8)
+    assert len(set(ids)) == 1
+    assert len(json.loads(path.read_text())["keys"]) == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["keys.json"]  # no temporary left
+
+
+def _first_key_id(path: str) -> str:
+    return KeyringFile(Path(path)).load().current().key_id
