@@ -19,7 +19,7 @@ from ldp_client import LDPClient
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire.releases import FrequencyResult
 from ldp_simulation.datasets import CategoricalDataset, load_car
-from ldp_simulation.fleet import DemoOptions, replicate, report_records
+from ldp_simulation.fleet import ANALYSIS_TIMEOUT, DemoOptions, replicate, report_records
 from ldp_simulation.progress import Progress
 
 DEMO_COLLECTION = "car-demo"
@@ -74,7 +74,7 @@ def simulate_frequencies(
     records = replicate(dataset.records, options.clients)
     spec = demo_spec(dataset, options)
     report_records(base_urls, admin_token, spec, records, options, progress)
-    with LDPClient(base_urls[0], token=analyst_token) as analyst:
+    with LDPClient(base_urls[0], token=analyst_token, timeout=ANALYSIS_TIMEOUT) as analyst:
         results = {
             name: analyst.frequencies(DEMO_COLLECTION, name, confidence=options.confidence)
             for name in dataset.domains

@@ -38,7 +38,7 @@ from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire.itemsets import ItemsetResult
 from ldp_simulation.baskets import QuestParameters, basket_lists, item_names, quest_baskets
-from ldp_simulation.fleet import ensure_collection, wait_counted
+from ldp_simulation.fleet import ANALYSIS_TIMEOUT, ensure_collection, wait_counted
 from ldp_simulation.progress import Progress
 
 ITEMSET_COLLECTION = "baskets-demo"
@@ -269,7 +269,7 @@ def run_itemsets_demo(
         )
     with LDPClient(base_url, token=admin_token) as admin:
         wait_counted(admin, ITEMSET_COLLECTION, before + summary.accepted, progress)
-    with LDPClient(base_url, token=analyst_token, timeout=60.0) as analyst:
+    with LDPClient(base_url, token=analyst_token, timeout=ANALYSIS_TIMEOUT) as analyst:
         released = _mine(analyst, opts, progress)
     truth = mine_frequent_itemsets(
         PackedBits(packed), opts.items, BitChannel.exact(), opts.min_support

@@ -24,7 +24,7 @@ from ldp_shared.collection import build_config
 from ldp_shared.mechanisms.registry import DEFAULT_MECHANISM, spec_class
 from ldp_shared.schema import CollectionSpec
 from ldp_simulation.datasets import load_car
-from ldp_simulation.fleet import DemoOptions, replicate, report_records
+from ldp_simulation.fleet import ANALYSIS_TIMEOUT, DemoOptions, replicate, report_records
 from ldp_simulation.progress import Progress
 
 NB_COLLECTION = "car-demo-nb"
@@ -113,7 +113,7 @@ def simulate_naive_bayes(
     records = replicate(train, options.clients)
     spec = naive_bayes_spec(options)
     report_records(base_urls, admin_token, spec, records, options, progress, SEED_OFFSET)
-    with LDPClient(base_urls[0], token=analyst_token) as analyst:
+    with LDPClient(base_urls[0], token=analyst_token, timeout=ANALYSIS_TIMEOUT) as analyst:
         model = analyst.train_naive_bayes(NB_COLLECTION)
         predicted = analyst.predict_naive_bayes(NB_COLLECTION, model.id, test).predictions
     hits = sum(p.predicted == r[LABEL] for p, r in zip(predicted, test, strict=True))

@@ -40,7 +40,7 @@ from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire.releases import FrequencyResult, MeanResult
 from ldp_simulation.datasets import MixedDataset, load_adult
 from ldp_simulation.demo_frequencies import format_frequencies, frequency_json, true_frequencies
-from ldp_simulation.fleet import DemoOptions, replicate, report_records
+from ldp_simulation.fleet import ANALYSIS_TIMEOUT, DemoOptions, replicate, report_records
 from ldp_simulation.progress import Progress
 
 NUMERIC_COLLECTION = "adult-demo"
@@ -204,7 +204,7 @@ def simulate_numeric(
     records = replicate(dataset.records, n)[:n]
     spec, worst = numeric_spec(dataset, options)
     report_records(base_urls, admin_token, spec, records, options, progress, SEED_OFFSET)
-    with LDPClient(base_urls[0], token=analyst_token) as analyst:
+    with LDPClient(base_urls[0], token=analyst_token, timeout=ANALYSIS_TIMEOUT) as analyst:
         means = {
             name: analyst.means(NUMERIC_COLLECTION, name, confidence=options.confidence)
             for name in dataset.bounds

@@ -22,7 +22,7 @@ from ldp_client import LDPClient
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire.releases import HeavyHittersResult
-from ldp_simulation.fleet import DemoOptions, report_records
+from ldp_simulation.fleet import ANALYSIS_TIMEOUT, DemoOptions, report_records
 from ldp_simulation.progress import Progress
 
 WORDS_COLLECTION = "words-demo"
@@ -109,7 +109,7 @@ def simulate_open_domain(
     records = [{"word": words[i]} for i in draw]
     spec = words_spec(options.epsilon)
     report_records(base_urls, admin_token, spec, records, options, progress, SEED_OFFSET)
-    with LDPClient(base_urls[0], token=analyst_token) as analyst:
+    with LDPClient(base_urls[0], token=analyst_token, timeout=ANALYSIS_TIMEOUT) as analyst:
         found = analyst.heavy_hitters(
             WORDS_COLLECTION, "word", k=TOP, confidence=options.confidence
         )

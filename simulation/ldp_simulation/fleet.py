@@ -38,6 +38,9 @@ from ldp_shared.schema import CollectionSpec
 from ldp_simulation.progress import Progress
 
 SERVER_START_TIMEOUT = 60.0
+ANALYSIS_TIMEOUT = 60.0
+"""The demos' analyst requests: heavy-hitter discovery and mining take seconds of server
+CPU, several times that on a loaded machine (the SDK's default is 10 s)."""
 COUNT_TIMEOUT = 300.0
 """How long :func:`wait_counted` waits for the aggregator to count acknowledged reports."""
 
