@@ -95,7 +95,7 @@ def format_plan(plan: Plan) -> str:
     if plan.unreachable:
         lines.append("cannot reach the target at any n: " + ", ".join(plan.unreachable))
     if plan.not_planned:
-        lines.append("not planned for this attribute: " + ", ".join(plan.not_planned))
+        lines.append("not planned for this query: " + ", ".join(plan.not_planned))
     return "\n".join(lines)
 
 

@@ -71,3 +71,37 @@ def test_numeric_plan_lists_bin_frequencies_after_the_means(client: TestClient) 
     assert response.status_code == 200, response.text
     kinds = [entry["released_as"] for entry in response.json()["mechanisms"]]
     assert kinds == sorted(kinds, key=lambda kind: kind != "mean") and "frequencies" in kinds
+
+
+def test_second_moment_states_the_collision_term_at_the_query_f2(client: TestClient) -> None:
+    params = {"epsilon": 2, "n": 1_000_000, "second_moment": 0.01}
+    response = client.get("/v1/plan", params=params)
+    assert response.status_code == 200, response.text
+    answered = Plan.model_validate(response.json())
+    assert answered == plan(epsilon=2.0, n=1_000_000, second_moment=0.01)
+    assert answered.second_moment == 0.01
+    worst = {e.mechanism: e.stderr for e in plan(epsilon=2.0, n=1_000_000).mechanisms}
+    for entry in answered.mechanisms:  # the floor falls with F₂: smaller errors than at 1
+        assert entry.second_moment == 0.01 and entry.stderr < worst[entry.mechanism]
+
+
+@pytest.mark.parametrize("value", ["0", "-0.5", "1.5", "nan", "inf"])
+def test_second_moment_outside_its_range_is_an_invalid_query(
+    client: TestClient, value: str
+) -> None:
+    params = {"epsilon": 1, "n": 1000, "second_moment": value}
+    detail = problem(client.get("/v1/plan", params=params), 422, "invalid-query")
+    assert "second_moment (F₂) must be in (0, 1]" in detail
+
+
+def test_second_moment_that_is_no_number_is_a_validation_problem(client: TestClient) -> None:
+    params = {"epsilon": 1, "n": 1000, "second_moment": "half"}
+    detail = problem(client.get("/v1/plan", params=params), 422, "invalid-request")
+    assert "second_moment" in detail
+
+
+def test_the_openapi_document_states_the_range_of_second_moment(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()["paths"]["/v1/plan"]["get"]["parameters"]
+    schema = next(p["schema"] for p in spec if p["name"] == "second_moment")
+    assert schema["exclusiveMinimum"] == 0 and schema["maximum"] == 1
+    assert schema["default"] == 1.0

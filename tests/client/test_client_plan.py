@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from ldp_aggregator.app import create_app
 from ldp_aggregator.settings import Settings
-from ldp_shared.errors import InfeasiblePlanError
+from ldp_shared.errors import InfeasiblePlanError, InvalidQueryError
 from ldp_shared.planner import plan
 
 
@@ -44,3 +44,19 @@ def test_impossible_plan_raises_the_typed_error(
     client = make(app_handler)
     with pytest.raises(InfeasiblePlanError, match="raise epsilon"):
         client.plan(epsilon=0.5, lo=0.0, hi=1.0, target_stderr=1e-10)
+
+
+def test_second_moment_is_sent(make: Callable[[Any], Any], app_handler: Any) -> None:
+    client = make(app_handler)
+    got = client.plan(epsilon=2.0, n=1_000_000, second_moment=0.05)
+    assert got == plan(epsilon=2.0, n=1_000_000, second_moment=0.05)
+    assert got != plan(epsilon=2.0, n=1_000_000)  # not silently the worst case
+    assert {e.second_moment for e in got.mechanisms} == {0.05}
+
+
+def test_second_moment_outside_its_range_raises_the_typed_error(
+    make: Callable[[Any], Any], app_handler: Any
+) -> None:
+    client = make(app_handler)
+    with pytest.raises(InvalidQueryError, match=r"second_moment \(F₂\) must be in \(0, 1\]"):
+        client.plan(epsilon=1.0, domain_size=8, n=1000, second_moment=2.0)

@@ -12,12 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import pytest
 
 from ldp_shared.analyses.heavy_hitters import FALSE_DISCOVERY, detection_threshold, keep_limit
 from ldp_shared.errors import InfeasiblePlanError, InvalidQueryError
+from ldp_shared.mechanisms import gaussian, hybrid, laplace, piecewise
 from ldp_shared.mechanisms.longitudinal import PLANNED_PERMANENT_RATIO
 from ldp_shared.mechanisms.registry import mechanism_names
 from ldp_shared.planner import (
@@ -276,3 +278,22 @@ def test_stated_parameters_are_finite_at_an_extreme_epsilon() -> None:
         assert all(math.isfinite(v) for v in entry.parameters.values()), entry
     assert _entry(p.mechanisms, "l-grr").parameters["permanent_epsilon"] == 606.0
     assert type(p).model_validate_json(p.model_dump_json()) == p
+
+
+def test_a_numeric_plan_builds_each_lattice_channel_once_per_epsilon() -> None:
+    """The channels behind a numeric plan (the slow part: their decoders' least squares)
+    depend on ε alone, so other bounds, n, targets and F₂ at that ε build none again."""
+    builders: list[Any] = [
+        laplace.build_laplace,
+        hybrid.build_hybrid,
+        piecewise.build_piecewise,
+        gaussian.build_gaussian,
+    ]
+    first = plan(epsilon=1.2345, lo=0.0, hi=1.0, n=1000)
+    misses = [b.cache_info().misses for b in builders]
+    again = plan(epsilon=1.2345, lo=0.0, hi=1.0, n=1000)
+    other = plan(epsilon=1.2345, lo=-5.0, hi=5.0, target_stderr=0.5, second_moment=0.25)
+    assert [b.cache_info().misses for b in builders] == misses
+    assert again == first and other.mechanisms
+    plan(epsilon=1.3579, lo=0.0, hi=1.0, n=1000)  # the check can fail: a new ε builds
+    assert [b.cache_info().misses for b in builders] != misses

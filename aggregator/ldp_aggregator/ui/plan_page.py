@@ -2,7 +2,10 @@
 the function behind ``GET /v1/plan``, and its ranked table.
 
 The form is a GET (it reads no collection and changes nothing): an attribute (a domain
-size, bounds, or an open domain), ε, and either ``n`` or a target standard error. A
+size, bounds, or an open domain), ε, either ``n`` or a target standard error, and the
+``F₂ = Σ f²`` of the values that hashing's collision terms are stated at (1, the worst
+case, by default). The table shows, beside the errors, what the planner chose for each
+mechanism (its ``parameters``) and an (ε, δ) mechanism's δ per report. A
 query the planner refuses (malformed, or impossible at this ε) is shown inside the
 form's panel, the form keeping what was typed, with the problem's status.
 """
@@ -30,7 +33,14 @@ KINDS = (
     ("numeric", "Numeric: numbers in [lo, hi]"),
     ("open", "Open domain: any string"),
 )
-DEFAULTS = {"kind": "categorical", "domain_size": "10", "lo": "0", "hi": "1", "epsilon": "1"}
+DEFAULTS = {
+    "kind": "categorical",
+    "domain_size": "10",
+    "lo": "0",
+    "hi": "1",
+    "epsilon": "1",
+    "second_moment": "1",
+}
 NEXT_STEP = (
     "Change the query above: a larger ε or target error, or fewer values, make a plan"
     " possible; the message says what was refused."
@@ -70,6 +80,7 @@ def planned(params: QueryParams) -> Plan:
     epsilon = _number(params, "epsilon", "ε")
     if epsilon is None:
         raise InvalidQueryError("give ε, the privacy of one report of the attribute")
+    second_moment = _number(params, "second_moment", "F₂")  # empty: the worst case, 1
     return plan(
         epsilon=epsilon,
         domain_size=_whole(params, "domain_size", "the domain size")
@@ -79,6 +90,7 @@ def planned(params: QueryParams) -> Plan:
         hi=_number(params, "hi", "hi") if kind == "numeric" else None,
         n=_whole(params, "n", "n"),
         target_stderr=_number(params, "target_stderr", "the target standard error"),
+        second_moment=1.0 if second_moment is None else second_moment,
     )
 
 

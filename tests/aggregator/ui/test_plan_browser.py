@@ -1,5 +1,6 @@
 """The planner form in a real browser: reached from the navigation, filled in and sent
-with the keyboard, its table read back; an impossible target shown above the form."""
+with the keyboard, its table read back; an open domain at a given F₂ with the parameters
+the planner chose; an impossible target shown above the form."""
 
 from __future__ import annotations
 
@@ -29,6 +30,19 @@ def test_plan_from_the_navigation_and_read_the_ranked_table(
         e.mechanism for e in expected
     ]
     page.screenshot(path=screenshots / "planner.png", full_page=True)
+    page.get_by_label("Open domain: any string").check()
+    page.get_by_label("F₂ = Σ f² of the values, in (0, 1]").fill("0.01")
+    page.get_by_role("button", name="Plan").click()
+    page.locator("#plan-table caption", has_text="F₂ = 0.01").wait_for()
+    at_f2 = plan(epsilon=3.0, n=50_000, second_moment=0.01).mechanisms
+    assert [rows.nth(i).get_attribute("data-mechanism") for i in range(rows.count())] == [
+        e.mechanism for e in at_f2
+    ]
+    chosen = page.locator('#plan-table tr[data-mechanism="flh"] td[data-column="parameters"]')
+    flh = next(e for e in at_f2 if e.mechanism == "flh")
+    assert f"hashes = {flh.parameters['hashes']:,}" in chosen.inner_text()
+    page.screenshot(path=screenshots / "planner-second-moment.png", full_page=True)
+    page.get_by_label("F₂ = Σ f² of the values, in (0, 1]").fill("1")
     page.get_by_label("Numeric: numbers in [lo, hi]").check()
     page.get_by_label("n (reports expected)").fill("")
     page.get_by_label("ε of one report").fill("0.05")

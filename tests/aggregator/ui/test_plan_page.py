@@ -88,3 +88,62 @@ def test_a_word_where_a_number_goes_is_one_readable_line(ui_client: TestClient) 
     both = ui_client.get("/ui/plan", params={"epsilon": "1", "n": "10", "target_stderr": "0.1"})
     assert both.status_code == 422
     assert "give exactly one of n, target_stderr and target_width" in _text(both.text)
+
+
+def _cells(page: str, mechanism: str) -> dict[str, str]:
+    row = page.split(f'<tr data-mechanism="{mechanism}">')[1].split("</tr>")[0]
+    return {k: _text(v).strip() for k, v in re.findall(r'data-column="(\w+)">(.*?)</td>', row)}
+
+
+def test_second_moment_plans_the_collision_term_and_shows_the_parameters(
+    ui_client: TestClient,
+) -> None:
+    sign_in_client(ui_client)
+    query = {"kind": "open", "epsilon": "2", "n": "1000000", "second_moment": "0.01"}
+    page = ui_client.get("/ui/plan", params=query)
+    assert page.status_code == 200, page.text
+    expected = plan(epsilon=2.0, n=1_000_000, second_moment=0.01)
+    assert expected != plan(epsilon=2.0, n=1_000_000)
+    assert _rows(page.text) == [e.mechanism for e in expected.mechanisms]
+    for entry in expected.mechanisms:
+        cells = _cells(page.text, entry.mechanism)
+        assert cells["stderr"] == number(entry.stderr)
+        assert f"hashes = {number(entry.parameters['hashes'])}" in cells["parameters"]
+    assert "collision terms at F₂ = 0.01" in _text(page.text)
+    assert 'name="second_moment" inputmode="decimal" value="0.01"' in page.text
+
+
+def test_the_table_shows_the_local_delta_and_the_not_planned_reason(
+    ui_client: TestClient,
+) -> None:
+    sign_in_client(ui_client)
+    query = {"kind": "numeric", "lo": "0", "hi": "100", "epsilon": "2", "n": "10000"}
+    page = ui_client.get("/ui/plan", params=query)
+    assert page.status_code == 200, page.text
+    expected = {e.mechanism: e for e in plan(epsilon=2.0, lo=0.0, hi=100.0, n=10_000).mechanisms}
+    gaussian = _cells(page.text, "gaussian")["parameters"]
+    assert f"δ per report = {number(expected['gaussian'].local_delta)}" in gaussian
+    assert _cells(page.text, "laplace")["parameters"] == "–"
+    assert "collision terms" not in _text(page.text)  # no hashing mechanism here
+    target = {**query, "n": "", "target_stderr": "1"}
+    page = ui_client.get("/ui/plan", params=target)
+    assert page.status_code == 200, page.text
+    note = _text(page.text.split('id="plan-not-planned">')[1].split("</p>")[0])
+    assert note.startswith("Not planned for this query: ")
+    assert "histogram" in note and "not in the target's units" in note
+
+
+def test_second_moment_outside_its_range_is_refused_inside_the_form(
+    ui_client: TestClient,
+) -> None:
+    sign_in_client(ui_client)
+    for value, message in (
+        ("0", "second_moment (F₂) must be in (0, 1], got 0.0"),
+        ("1.5", "second_moment (F₂) must be in (0, 1], got 1.5"),
+        ("half", "F₂ must be a number, got 'half'"),
+    ):
+        query = {"kind": "open", "epsilon": "1", "n": "1000", "second_moment": value}
+        refused = ui_client.get("/ui/plan", params=query)
+        assert refused.status_code == 422
+        assert message in _text(refused.text) and 'id="plan-table"' not in refused.text
+        assert f'name="second_moment" inputmode="decimal" value="{value}"' in refused.text
