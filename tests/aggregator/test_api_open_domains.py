@@ -41,6 +41,9 @@ SPREAD = [f"fruit-{i:03d}" for i in range(350)]  # 35 % over 350 strings: 0.1 % 
 NUMBERS = {7: 0.50, 42: 0.10}
 NUMBER_SPREAD = list(range(1_000, 1_400))  # 40 % over 400 integers
 COLOR_SHARES = [0.5, 0.3, 0.15, 0.05]
+SALTS = {"fruit": "f2017ada" * 4, "number": "0b5e55ed" * 4}
+"""Fixed hash-family salts for the filled collection (the server draws one otherwise), so
+its coverage checks are deterministic: the devices' noise is seeded too."""
 
 
 def payload(**changes: Any) -> dict[str, Any]:
@@ -94,8 +97,18 @@ def upload(client: TestClient, config: CollectionConfig, packed: NDArray[np.uint
         assert response.json()["accepted"] == len(items)
 
 
+def salted_payload() -> dict[str, Any]:
+    """:func:`payload` with the open attributes' salts fixed (:data:`SALTS`)."""
+    body = payload()
+    for attribute in body["attributes"]:
+        if attribute["name"] in SALTS:
+            attribute["salt"] = SALTS[attribute["name"]]
+    return body
+
+
 def filled(client: TestClient, n: int = N, seed: int = 3) -> tuple[CollectionConfig, Any]:
-    config = create(client, payload())
+    config = create(client, salted_payload())
+    assert [config.spec.attributes[i].model_dump()["salt"] for i in (0, 1)] == list(SALTS.values())
     packed = Privatizer(config).privatize_many(make_records(n, seed), rng=seeded_rng(seed))
     upload(client, config, packed)
     return config, packed
@@ -133,6 +146,13 @@ def assert_covers(body: dict[str, Any], truth: list[float], confidence: float) -
     np.testing.assert_allclose(body["ci_high"], estimate + critical * stderr, rtol=1e-9)
 
 
+def assert_rejects(body: dict[str, Any], wrong: list[float]) -> None:
+    """Power: the same check at the same α refuses ``wrong`` shares."""
+    critical = NormalDist().inv_cdf(1 - ALPHA / (2 * len(wrong)))
+    z = (np.array(body["estimate"]) - np.array(wrong)) / np.array(body["stderr"])
+    assert np.any(np.abs(z) >= critical), z
+
+
 # -- estimates ---------------------------------------------------------------------------------
 
 
@@ -164,6 +184,7 @@ def test_named_strings_are_estimated_within_their_intervals(client: TestClient) 
     assert body["postprocess"] == "none" and body["postprocessed"] is None
     assert body["interval"] == "normal"
     assert_covers(body, [0.40, 0.20, 0.0, 0.05], confidence)
+    assert_rejects(body, [0.20, 0.40, 0.0, 0.05])  # apple's and banana's shares swapped
     # the API's numbers are the mechanism's on the decoded statistics
     direct = direct_estimate(config, packed, 0, names, confidence)
     for key in ("estimate", "counts", "stderr", "ci_low", "ci_high"):
@@ -179,6 +200,7 @@ def test_named_integers_are_estimated_within_their_intervals(client: TestClient)
     body = response.json()
     assert body["values"] == ["7", "42", "99", "1000"]
     assert_covers(body, [0.50, 0.10, 0.0, 0.001], confidence)
+    assert_rejects(body, [0.10, 0.50, 0.0, 0.001])  # 7's and 42's shares swapped
     direct = direct_estimate(config, packed, 1, named, confidence)
     for key in ("estimate", "stderr", "ci_low", "ci_high"):
         np.testing.assert_allclose(body[key], getattr(direct, key), rtol=1e-12, atol=0, err_msg=key)

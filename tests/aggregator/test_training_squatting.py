@@ -33,6 +33,9 @@ HOLD_SECONDS = 2.0
 FINISH_WITHIN = 90.0
 """The bound on the defended job's three rounds of 20 (they take a few seconds here)."""
 
+ROUND_PLACES = 20
+"""Places in a round of the attacked job (``spec()``: 18 gradient and 2 loss reports)."""
+
 
 @dataclass
 class Tally:
@@ -109,7 +112,13 @@ def _attack(client: TestClient, seconds: float) -> tuple[TrainingJob, Tally, flo
     tally = Tally()
     squatter = threading.Thread(target=_squat, args=(client, job_id, tally))
     squatter.start()
-    time.sleep(0.5)  # every place of round 0 is the squatter's before a device asks
+    # every place of round 0 is the squatter's before a device asks (at most 30 s)
+    deadline = time.monotonic() + 30.0
+    while time.monotonic() < deadline:
+        with tally.lock:
+            if tally.squatter_requests >= ROUND_PLACES:
+                break
+        time.sleep(0.01)
     devices = [
         threading.Thread(target=_device_loop, args=(client, job_id, 10 + k, tally))
         for k in range(4)

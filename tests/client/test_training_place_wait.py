@@ -5,7 +5,7 @@ through an ``httpx.MockTransport`` bridge."""
 
 from __future__ import annotations
 
-import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +18,7 @@ from tests.engines import database_url
 
 from ldp_aggregator.app import create_app
 from ldp_aggregator.settings import Settings
-from ldp_client import LDPClient
+from ldp_client import LDPClient, training_methods
 from ldp_shared.errors import RateLimitedError
 from ldp_shared.rand import seeded_rng
 from ldp_shared.wire.training import Participation
@@ -83,15 +83,28 @@ def test_a_device_waits_out_a_round_boundary(
     assert asks == [429, 429, 201] and slept == [1.0, 1.0]  # the server's Retry-After
 
 
-def test_past_its_deadline_a_device_raises_rate_limited(app: TestClient) -> None:
+def test_past_its_deadline_a_device_raises_rate_limited(
+    app: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     job_id, _ = full_round(app)
+    # the SDK's clock, faked: each wait moves it on at once (a device that ignored its
+    # deadline would wait for ever: past ten waits the fake sleep fails the test)
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        assert len(slept) <= 10, "the device kept waiting past its deadline"
+        now[0] += seconds
+
+    clock = types.SimpleNamespace(monotonic=lambda: now[0], sleep=sleep)
+    monkeypatch.setattr(training_methods, "time", clock)
     asks: list[int] = []
-    started = time.monotonic()
     with sdk(app, asks) as device, pytest.raises(RateLimitedError) as info:
         device.participate("train", job_id, records(1, seed=9)[0], place_deadline=2.5)
     assert "no place in training job" in str(info.value) and "within 2.5 s" in str(info.value)
-    # it asked at 0, 1 and 2 s (Retry-After: 1) and stopped before 2.5 + 1 s
-    assert asks == [429, 429, 429] and 2.0 <= time.monotonic() - started < 3.5
+    # it asked at 0, 1 and 2 s (Retry-After: 1) and stopped: a third wait ends past 2.5 s
+    assert asks == [429, 429, 429] and slept == [1.0, 1.0] and now == [2.0]
     # nothing was spent: the round still has exactly its 20 held places, no report
     job = app.get(f"{jobs_path()}/{job_id}", headers=ANALYST).json()
     assert job["round"] == 0 and job["curve"] == []

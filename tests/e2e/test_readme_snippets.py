@@ -16,12 +16,16 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+import ldp_shared.rand
 from ldp_client import LDPClient
 from ldp_shared.errors import InvalidRecordError
+from ldp_shared.mechanisms import OptimizedUnaryEncoding
+from ldp_shared.rand import seeded_rng
 
-from .conftest import ADMIN, ANALYST
+from .conftest import ADMIN, ANALYST, z_bar
 
 pytestmark = pytest.mark.e2e
 
@@ -48,14 +52,23 @@ def run(block: str, server: str | None = None) -> tuple[dict[str, Any], str]:
     return names, out.getvalue()
 
 
-def test_the_mechanisms_snippet_defines_its_values_and_estimates() -> None:
+def test_the_mechanisms_snippet_defines_its_values_and_estimates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     block = python_block("The SDK in ten lines", 1)
     assert "values =" in block
+    # the snippet's perturbation draws from the shared secure generator: seeded here
+    monkeypatch.setattr(ldp_shared.rand, "_shared", seeded_rng(16))
     names, out = run(block)
-    estimate = names["estimate"]
+    estimate, values = names["estimate"], names["values"]
     assert estimate.estimate.shape == (16,) and estimate.n == 10_000
-    # uniform values: every f̂ within 4.5 standard errors of 1/16 (α ≈ 1e-4 over 16 values)
-    assert (abs(estimate.estimate - 1 / 16) <= 4.5 * estimate.stderr).all()
+    # every f̂ within the Bonferroni bar of the values' own shares (α = 1e-4 over 16)
+    shares = np.bincount(values, minlength=16) / len(values)
+    bar = z_bar(16)
+    assert (abs(estimate.estimate - shares) < bar * estimate.stderr).all()
+    # power: the same bits estimated as if ε were 2 miss the shares
+    wrong = OptimizedUnaryEncoding(d=16, epsilon=2.0).estimate(names["bits"].sum(axis=0), n=10_000)
+    assert (abs(wrong.estimate - shares) >= bar * wrong.stderr).any()
     assert out.count("[") == 2
 
 

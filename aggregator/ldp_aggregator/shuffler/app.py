@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import re
 import secrets
 from collections.abc import AsyncIterator
@@ -100,11 +101,15 @@ def _refused(name: str, refusal: Refusal) -> JSONResponse:
 
 class Forwarder:
     """Sends full batches to the aggregator in random order, deletes what it acknowledged,
-    and drops what it refuses for good."""
+    and drops what it refuses for good. ``shuffler``: the source of the batches' order,
+    the operating system's CSPRNG unless a test injects a seeded one."""
 
-    def __init__(self, settings: ShufflerSettings, store: BlobStore) -> None:
+    def __init__(
+        self, settings: ShufflerSettings, store: BlobStore, shuffler: random.Random = _RANDOM
+    ) -> None:
         self.settings = settings
         self.store = store
+        self.shuffler = shuffler
         self.wake = asyncio.Event()
         self.http = httpx.AsyncClient(
             base_url=settings.aggregator_url, transport=settings.transport, timeout=60.0
@@ -148,7 +153,7 @@ class Forwarder:
             if held < self.settings.min_batch:
                 continue
             rows = await to_thread.run_sync(self.store.take, collection, MAX_BATCH)
-            _RANDOM.shuffle(rows)
+            self.shuffler.shuffle(rows)
             body = {"blobs": [to_text(blob) for _, blob in rows]}
             try:
                 answer = await self.http.post(
@@ -195,10 +200,13 @@ def _decode(blobs: list[str]) -> list[bytes]:
     return decoded
 
 
-def create_shuffler_app(settings: ShufflerSettings) -> FastAPI:
-    """The shuffler app; its forwarder runs while the app does."""
+def create_shuffler_app(
+    settings: ShufflerSettings, *, shuffler: random.Random = _RANDOM
+) -> FastAPI:
+    """The shuffler app; its forwarder runs while the app does. ``shuffler`` orders the
+    batches: the operating system's CSPRNG; a seeded generator only in tests."""
     store = BlobStore(settings.database)
-    forwarder = Forwarder(settings, store)
+    forwarder = Forwarder(settings, store, shuffler)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -7,22 +7,36 @@ import asyncio
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nats
 
-from ldp_simulation.fleet import free_port, stop_process
+from ldp_simulation.fleet import stop_process
 
 NATS_SERVER = shutil.which("nats-server") or "/usr/sbin/nats-server"
 HAVE_NATS = Path(NATS_SERVER).is_file() and os.access(NATS_SERVER, os.X_OK)
 IN_CI = os.environ.get("CI", "").lower() == "true"
 START_TIMEOUT = 30.0
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports on 127.0.0.1 that were free a moment ago: every socket
+    stays bound until all are chosen, so the kernel cannot hand out one port twice."""
+    with ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind(("127.0.0.1", 0))
+            ports.append(int(sock.getsockname()[1]))
+    assert len(set(ports)) == count
+    return ports
 
 
 @dataclass
@@ -34,6 +48,8 @@ class NatsNode:
     config: Path
     log: Path
     process: subprocess.Popen[bytes] | None = None
+    killed: bool = False
+    """Killed on purpose (:meth:`NatsCluster.kill`) and not restarted since."""
 
     @property
     def url(self) -> str:
@@ -55,14 +71,15 @@ class NatsCluster:
         return "nats://" + ",".join(f"127.0.0.1:{node.port}" for node in self.nodes)
 
     def start(self) -> None:
+        ports = free_ports(2 * self.size)
         for k in range(self.size):
             store = self.root / f"n{k}" / "store"
             store.mkdir(parents=True)
             self.nodes.append(
                 NatsNode(
                     name=f"n{k}",
-                    port=free_port(),
-                    cluster_port=free_port(),
+                    port=ports[2 * k],
+                    cluster_port=ports[2 * k + 1],
                     store=store,
                     config=self.root / f"n{k}" / "nats.conf",
                     log=self.root / f"n{k}" / "nats.log",
@@ -104,12 +121,15 @@ class NatsCluster:
             )
 
     def wait_ready(self) -> None:
-        """Until JetStream answers on every running node (a meta leader is elected)."""
+        """Until JetStream answers on every node not killed on purpose (a meta leader is
+        elected); a node that exited by itself (say, its port was taken) is an error."""
         deadline = time.monotonic() + START_TIMEOUT
         for node in self.nodes:
-            if node.process is None or node.process.poll() is not None:
+            if node.killed:
                 continue
-            while not asyncio.run(_jetstream_answers(node.url)):
+            while not asyncio.run(_jetstream_answers(node.url, node.name)):
+                if node.process is None or node.process.poll() is not None:
+                    raise RuntimeError(f"{node.name} exited: {node.log.read_text()[-2000:]}")
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"JetStream not ready: {node.log.read_text()[-2000:]}")
                 time.sleep(0.2)
@@ -120,8 +140,10 @@ class NatsCluster:
         assert process is not None
         process.send_signal(signal.SIGKILL)
         assert process.wait(timeout=30) == -signal.SIGKILL
+        self.nodes[index].killed = True
 
     def restart(self, index: int) -> None:
+        self.nodes[index].killed = False
         self._launch(self.nodes[index])
 
     def stop(self) -> None:
@@ -130,12 +152,16 @@ class NatsCluster:
                 stop_process(node.process)
 
 
-async def _jetstream_answers(url: str) -> bool:
+async def _jetstream_answers(url: str, name: str) -> bool:
+    """Whether the server ``name`` itself answers JetStream at ``url`` (another node on the
+    same port does not count)."""
     try:
         client = await nats.connect(url, connect_timeout=1, max_reconnect_attempts=0)
     except Exception:
         return False
     try:
+        if client._server_info.get("server_name") != name:
+            return False
         await client.jetstream(timeout=1).account_info()
         return True
     except Exception:

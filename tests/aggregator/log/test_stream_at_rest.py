@@ -19,15 +19,18 @@ still there for each way an operator can run the stream (docs/privacy-at-rest.md
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import time
 from pathlib import Path
 from typing import Literal
 
+import nats
 import pytest
 from fastapi.testclient import TestClient
 
 from ldp_aggregator.app import create_app
+from ldp_aggregator.ingest_log.stream import DEFAULT_STREAM
 from ldp_aggregator.settings import Settings
 from ldp_aggregator.storage.engine import make_engine
 from ldp_shared.collection import CollectionConfig
@@ -36,10 +39,28 @@ from ..conftest import ADMIN, ADMIN_TOKEN, ANALYST_TOKEN, spec_payload
 from ..forensics import seeded_requests
 from .cluster import nats_cluster
 from .conftest import require_nats_server
-from .test_log_outcomes import folding, wait_stored
+from .test_log_outcomes import PATIENCE, folding, wait_stored
 
 REPORTS = 200
 CIPHER_KEY = "a-test-key-never-used-elsewhere-0123456789"
+
+
+async def _stream_messages(urls: list[str]) -> int:
+    client = await nats.connect(urls, connect_timeout=5)
+    try:
+        info = await client.jetstream(timeout=5).stream_info(DEFAULT_STREAM)
+        return int(info.state.messages)
+    finally:
+        await client.close()
+
+
+def wait_stream_empty(urls: list[str]) -> None:
+    """Until the stream holds no message (every ack of a work queue reached it), at most
+    ``PATIENCE`` seconds."""
+    deadline = time.monotonic() + PATIENCE
+    while (left := asyncio.run(_stream_messages(urls))) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left == 0, f"{left} messages still in the stream"
 
 
 def store_bytes(store: Path) -> bytes:
@@ -99,7 +120,10 @@ def test_what_the_stream_files_keep_after_folding(
                 ] == len(items)
             with folding(settings, engine):
                 wait_stored(engine, REPORTS)
-                time.sleep(1.0)  # the acks reach the stream
+                if retention == "workqueue":
+                    wait_stream_empty(
+                        [node.url for node in cluster.nodes]
+                    )  # the acks reached the stream
         after = time.time_ns()
         engine.dispose()
         cluster.stop()  # what a copied disk holds once the server is gone

@@ -3,9 +3,11 @@ the wire, the shuffler's own file, and the aggregator's database files.
 
 Reports are sent one request each in a known order. For each place the test takes the
 Spearman rank correlation between send order and the order recovered there, and
-accepts "no order" when its two-sided p-value is above ``ALPHA``. The shuffle uses the
-operating system's CSPRNG, which cannot be seeded by design, so ``ALPHA`` is small
-(a false alarm once in 10⁴ runs per check). Power: with shuffling switched off
+accepts "no order" when its two-sided p-value is above ``ALPHA``. In production the
+shuffle, the shuffler's row ids and the reports' ids come from the operating system's
+CSPRNG; here each is a generator seeded ``SEED`` (the forwarder's injectable
+``shuffler``; the row and report ids patched), so the p-values are the same every run
+and ``ALPHA`` is a fixed level, not a false-alarm rate. Power: with shuffling switched off
 (sequential row ids in the shuffler, no permutation) the batch check finds the order
 with p below ``ALPHA``. The file reader's own power is shown by
 tests/aggregator/test_order_at_rest.py; here the aggregator's writer (one batch, one
@@ -16,6 +18,8 @@ arrives unshuffled, so the files check guards against a regression of either par
 from __future__ import annotations
 
 import itertools
+import random
+import types
 from pathlib import Path
 
 import pytest
@@ -23,6 +27,7 @@ from scipy.stats import spearmanr
 
 from ldp_aggregator.shuffler import app as shuffler_app
 from ldp_aggregator.shuffler import store as shuffler_store
+from ldp_client import reports as sdk_reports
 from ldp_shared.sealing import SealingKey, seal_report, to_text
 
 from ..conftest import make_records
@@ -33,6 +38,7 @@ from .test_shuffled_path import device
 
 N = 400
 ALPHA = 1e-4
+SEED = 20261127
 
 
 def send_in_order(parties: Parties, forward_every: int = N) -> tuple[list[str], list[str]]:
@@ -76,11 +82,25 @@ def files_p_value(tmp_path: Path, ids: list[str]) -> float:
     return float(spearmanr(range(len(placed)), [order[i] for i in placed]).pvalue)
 
 
-def test_send_order_does_not_survive_the_shuffler(sqlite_parties: Parties, tmp_path: Path) -> None:
+def seed_the_order(parties: Parties, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch shuffle, the shuffler's row ids and the reports' ids from generators
+    seeded ``SEED`` (each of them is the OS CSPRNG outside tests)."""
+    parties.shuffler.app.state.forwarder.shuffler = random.Random(SEED)  # type: ignore[attr-defined]
+    rows = random.Random(SEED + 1)
+    monkeypatch.setattr(shuffler_store, "_random_id", lambda: rows.randbytes(16))
+    ids = random.Random(SEED + 2)
+    monkeypatch.setattr(sdk_reports, "secrets", types.SimpleNamespace(token_bytes=ids.randbytes))
+
+
+def test_send_order_does_not_survive_the_shuffler(
+    sqlite_parties: Parties, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     parties = sqlite_parties
+    seed_the_order(parties, monkeypatch)
     blobs, ids = send_in_order(parties)
-    assert batch_p_value(parties, blobs) > ALPHA
-    assert files_p_value(tmp_path, ids) > ALPHA
+    batch, files = batch_p_value(parties, blobs), files_p_value(tmp_path, ids)
+    print(f"send order against the batch: p = {batch:.4g}; against the files: p = {files:.4g}")
+    assert batch > ALPHA and files > ALPHA
 
 
 def test_power_without_shuffling_the_order_is_found(

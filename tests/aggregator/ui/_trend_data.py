@@ -2,12 +2,17 @@
 (``color`` by OUE, ``minutes`` by Duchi et al.'s mechanism) is created through the API,
 and each day's reports are counted straight into the app's database in that day
 (:func:`ldp_aggregator.ingest.ingest_batch` with ``at=``, as a server would have done on
-the day), since the API always counts a report in the current period."""
+the day), since the API always counts a report in the current period.
+
+The three days are fixed when this module is imported; what follows them up to the
+server's current UTC day is read when a test asks (:func:`on_one_day`), so a test that
+straddles midnight UTC expects one day more instead of failing."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, TypeVar
 
 import numpy as np
 from sqlalchemy import Engine
@@ -23,8 +28,9 @@ from ._data import Poster, _create
 
 NAME = "drift"
 MINIMUM = 100
-TODAY = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
-DAYS = [TODAY - timedelta(days=k) for k in (4, 3, 2)]
+_ANCHOR = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
+DAYS = [_ANCHOR - timedelta(days=k) for k in (4, 3, 2)]
+"""Three past days (UTC noon), the reports' periods."""
 COUNTS = [400, 30, 600]
 """Reports per day: released, withheld (below ``MINIMUM``), released."""
 FAVOURITES = ["red", "red", "blue"]
@@ -33,8 +39,29 @@ MINUTES = [30.0, 45.0, 60.0]
 """Each day's mean of ``minutes``."""
 
 
-def label(day: datetime) -> str:
-    return day.date().isoformat()
+T = TypeVar("T")
+
+
+def label(day: datetime | date) -> str:
+    """A day period's label, ``YYYY-MM-DD``."""
+    return (day.date() if isinstance(day, datetime) else day).isoformat()
+
+
+def utc_today() -> date:
+    """The current day in UTC, the server's day periods' clock."""
+    return datetime.now(UTC).date()
+
+
+def on_one_day(step: Callable[[], T], attempts: int = 3) -> tuple[T, date]:
+    """Run ``step`` (requests whose answer depends on the current day) until the UTC day is
+    the same before and after it; its result and that day. Midnight passes at most once
+    in a test's run, so a second attempt suffices; a third is slack."""
+    for _ in range(attempts):
+        before = utc_today()
+        result = step()
+        if utc_today() == before:
+            return result, before
+    raise AssertionError(f"the UTC day changed during each of {attempts} attempts")
 
 
 def trend_spec() -> dict[str, Any]:
