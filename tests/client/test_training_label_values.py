@@ -6,39 +6,25 @@ asked for (``InvalidRecordError``), by the sync and the async client alike."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from tests.aggregator.conftest import ADMIN, ADMIN_TOKEN, ANALYST_TOKEN, spec_payload
+from tests.aggregator.conftest import ANALYST_TOKEN
 from tests.aggregator.training_helpers import LAYOUT, records, spec
-from tests.engines import database_url
+from tests.client import training_app
 
-from ldp_aggregator.app import create_app
-from ldp_aggregator.settings import Settings
 from ldp_client import AsyncLDPClient, LDPClient
 from ldp_shared.errors import InvalidQueryError, InvalidRecordError
 from ldp_shared.rand import seeded_rng
 from ldp_shared.wire.training import TrainingSpec
 
+app = training_app.app  # the fixture: the real app with a collection to host jobs
+
 POSITIVE_ONLY = {key: value for key, value in LAYOUT.items() if key != "negative"}
 URL = "http://aggregator"
-
-
-@pytest.fixture
-def app(tmp_path: Path) -> Iterator[TestClient]:
-    settings = Settings(
-        database_url=database_url(tmp_path / "ldp.db"),
-        admin_token=ADMIN_TOKEN,
-        analyst_token=ANALYST_TOKEN,
-    )
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
-        response = client.post("/v1/collections", json=spec_payload(name="train"), headers=ADMIN)
-        assert response.status_code == 201, response.text
-        yield client
 
 
 def _bridge(app: TestClient, sent: list[str]) -> Callable[[httpx.Request], httpx.Response]:

@@ -6,35 +6,20 @@ through an ``httpx.MockTransport`` bridge."""
 from __future__ import annotations
 
 import types
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from tests.aggregator.conftest import ADMIN, ADMIN_TOKEN, ANALYST, ANALYST_TOKEN, spec_payload
+from tests.aggregator.conftest import ANALYST
 from tests.aggregator.training_helpers import answer, ask, jobs_path, records, spec
-from tests.engines import database_url
+from tests.client import training_app
 
-from ldp_aggregator.app import create_app
-from ldp_aggregator.settings import Settings
 from ldp_client import LDPClient, training_methods
 from ldp_shared.errors import RateLimitedError
 from ldp_shared.rand import seeded_rng
 from ldp_shared.wire.training import Participation
 
-
-@pytest.fixture
-def app(tmp_path: Path) -> Iterator[TestClient]:
-    settings = Settings(
-        database_url=database_url(tmp_path / "ldp.db"),
-        admin_token=ADMIN_TOKEN,
-        analyst_token=ANALYST_TOKEN,
-    )
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
-        response = client.post("/v1/collections", json=spec_payload(name="train"), headers=ADMIN)
-        assert response.status_code == 201, response.text
-        yield client
+app = training_app.app  # the fixture: the real app with a collection to host jobs
 
 
 def sdk(app: TestClient, asks: list[int]) -> LDPClient:
