@@ -40,7 +40,11 @@ from ldp_aggregator.writer import ReportWriter
 from ldp_shared.codec import Privatizer
 from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.schema import CollectionSpec
-from ldp_shared.wire.reports import Report, ReportBatch, encode_bits
+
+try:
+    from ldp_shared.wire.reports import Report, ReportBatch, encode_bits
+except ImportError:  # the commit before periods had the wire types in one module
+    from ldp_shared.wire import Report, ReportBatch, encode_bits  # type: ignore[attr-defined,no-redef]
 
 WARM_UP = 5
 OUE16 = [f"value-{i:02d}" for i in range(16)]
