@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 from ldp_shared.analyses.hitter_check import KnownKeys, confirmed
 from ldp_shared.kernel import FrequencyEstimate
 from ldp_shared.mechanisms.base import Blocks
-from ldp_shared.mechanisms.hashing import key_of
+from ldp_shared.mechanisms.hashing import keys_of
 from ldp_shared.mechanisms.prefix_hashing import (
     PrefixHashing,
     complete_key_bytes,
@@ -162,7 +162,7 @@ def find_heavy_hitters(
     search = _Search(randomizer, bytes.fromhex(salt), stats, keep)
     search.run()
     found = search.confirm()
-    keys = _keys([complete_key_bytes(s) for s in found], search.salt)
+    keys = keys_of([complete_key_bytes(s) for s in found], search.salt)
     lengths = np.array([len(s) for s in found], dtype=np.int64)
     estimate = randomizer.complete_estimates(search.pooled, lengths, keys, confidence)
     bars = [
@@ -219,7 +219,7 @@ class _Search:
         if not texts or self.pooled_n[level - 1] == 0:
             return
         self.candidates += len(texts)
-        keys = _keys([complete_key_bytes(t) for t in texts], self.salt)
+        keys = keys_of([complete_key_bytes(t) for t in texts], self.salt)
         lengths = np.full(len(texts), level, dtype=np.int64)
         strings = self.randomizer.complete_estimates(self.pooled, lengths, keys, 0.5)
         hit = np.flatnonzero(strings.estimate >= Z_SCREEN * self.pooled_sd[level - 1])
@@ -228,7 +228,7 @@ class _Search:
 
     def _keep_prefixes(self, grown: list[bytes], level: int) -> list[bytes]:
         table = self.tables[level - 1]
-        keys = _keys([prefix_key_bytes(p) for p in grown], self.salt)
+        keys = keys_of([prefix_key_bytes(p) for p in grown], self.salt)
         n = int(self.level_n[level - 1])
         estimate = self.oracle.estimate_keys({"counts": table}, n, keys, 0.5).estimate
         passing = np.flatnonzero(estimate >= Z_KEEP * self.level_sd[level - 1])
@@ -253,10 +253,10 @@ class _Search:
         for text, estimate in self.screened:
             data.append(complete_key_bytes(text))
             shares.append(estimate * float(self.pooled_n[max(len(text), length) - 1]) / pool)
-        return KnownKeys.of(self.oracle, _keys(data, self.salt), np.array(shares))
+        return KnownKeys.of(self.oracle, keys_of(data, self.salt), np.array(shares))
 
     def _check(self, length: int, texts: list[bytes]) -> tuple[NDArray[np.bool_], float]:
-        keys = _keys([complete_key_bytes(t) for t in texts], self.salt)
+        keys = keys_of([complete_key_bytes(t) for t in texts], self.salt)
         table = self.pooled[length - 1]
         return confirmed(self.oracle, table, keys, self._known(length), self.tail, self.z_find)
 
@@ -274,10 +274,6 @@ class _Search:
         if self.pooled_n[length - 1] == 0:
             return 1.0
         return self._check(length, [])[1]
-
-
-def _keys(data: list[bytes], salt: bytes) -> NDArray[np.uint64]:
-    return np.fromiter((key_of(d, salt) for d in data), dtype=np.uint64, count=len(data))
 
 
 def _ranked(

@@ -68,11 +68,10 @@ from ldp_shared.mechanisms.base import (
 )
 from ldp_shared.mechanisms.grr import realised_keep
 from ldp_shared.mechanisms.hadamard import parity, sign_probabilities
-from ldp_shared.mechanisms.hashing import buckets
+from ldp_shared.mechanisms.hashing import buckets, row_sums
 from ldp_shared.mechanisms.local_hashing import (
     MAX_HASHES,
     MAX_SKETCH_CELLS,
-    QUERY_CELLS,
     LocalHashingSpec,
 )
 from ldp_shared.mechanisms.registry import register
@@ -236,16 +235,8 @@ class CountMeanSketch(Randomizer):
         return out
 
     def supports(self, sketch: NDArray[np.float64], keys: NDArray[np.uint64]) -> FloatArray:
-        """``Σ_j M[j, h_j(x_v)]`` for each key (:data:`QUERY_CELLS` columns a step)."""
-        flat = sketch.ravel()
-        rows = np.arange(self.k)
-        row_start = rows * self.m
-        out = np.empty(keys.size, dtype=np.float64)
-        step = max(1, QUERY_CELLS // self.k)
-        for start in range(0, keys.size, step):
-            cells = buckets(keys[start : start + step, None], rows, self.m)
-            cells += row_start
-            out[start : start + step] = flat[cells].sum(axis=1)
+        """``Σ_j M[j, h_j(x_v)]`` for each key."""
+        out: FloatArray = row_sums(sketch.reshape(self.k, self.m), keys)
         return out
 
     def second_moment(self, signs: NDArray[np.int64], n: int) -> float:

@@ -32,7 +32,7 @@ import functools
 import hashlib
 import secrets
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -137,21 +137,36 @@ def key_of(data: bytes, salt: bytes) -> int:
 
 def keys_of(data: Sequence[bytes], salt: bytes) -> NDArray[np.uint64]:
     """The 64-bit keys (step 2) of many tagged value bytes: one digest each, read at once."""
-    blake = hashlib.blake2b
-    digests = b"".join([blake(item, digest_size=8, key=salt).digest() for item in data])
-    return np.frombuffer(digests, dtype=">u8").astype(np.uint64)
+    keyed = _keyed(salt)
+    return _digests_to_keys((keyed.copy() for _ in data), data)
 
 
-def _plain_ascii(distinct: list[Any], max_length: int) -> list[bytes] | None:
-    """The tagged bytes of distinct values that are all non-empty ASCII strings within
-    ``max_length`` (their own NFC, checked together); ``None`` when any is not."""
+def _digests_to_keys(hashers: Iterable[Any], data: Iterable[bytes]) -> NDArray[np.uint64]:
+    """Feed each hasher its bytes and read all the 8-byte digests as keys at once."""
+    digests = []
+    for hasher, item in zip(hashers, data, strict=True):
+        hasher.update(item)
+        digests.append(hasher.digest())
+    return np.frombuffer(b"".join(digests), dtype=">u8").astype(np.uint64)
+
+
+def _plain_ascii(distinct: list[Any], max_length: int) -> bool:
+    """Whether distinct values are all non-empty ASCII strings within ``max_length``
+    (then they are their own NFC and their UTF-8 is their ASCII), checked together."""
     if not distinct or set(map(type, distinct)) != {str}:
-        return None
+        return False
     if not "".join(distinct).isascii() or not min(map(len, distinct)) > 0:
-        return None
-    if max(map(len, distinct)) > max_length:
-        return None
-    return [STRING_TAG + value.encode("ascii") for value in distinct]
+        return False
+    return max(map(len, distinct)) <= max_length
+
+
+def _ascii_keys(distinct: list[str], salt: bytes) -> NDArray[np.uint64]:
+    """The keys of checked plain-ASCII strings, from one hasher keyed and fed the string
+    tag once, copied per value."""
+    tagged = _keyed(salt).copy()
+    tagged.update(STRING_TAG)
+    copies = (tagged.copy() for _ in distinct)
+    return _digests_to_keys(copies, map(str.encode, distinct))
 
 
 def hash_keys(
@@ -170,10 +185,12 @@ def hash_keys(
         except TypeError:  # an unhashable value: the loop below names it
             pass
         else:
-            data = _plain_ascii(distinct, max_length)
-            if data is None:
+            if _plain_ascii(distinct, max_length):
+                distinct_keys = _ascii_keys(distinct, salt_bytes)
+            else:
                 data = [value_bytes(v, "string", max_length, what) for v in distinct]
-            found = dict(zip(distinct, keys_of(data, salt_bytes).tolist(), strict=True))
+                distinct_keys = keys_of(data, salt_bytes)
+            found = dict(zip(distinct, distinct_keys.tolist(), strict=True))
             return np.fromiter(map(found.__getitem__, values), dtype=np.uint64, count=len(values))
     seen: dict[tuple[type, Any], int] = {}  # by type too: True == 1 but only 1 is a value
     keys = np.empty(len(values), dtype=np.uint64)
@@ -208,4 +225,24 @@ def buckets(keys: NDArray[np.uint64], j: NDArray[Any], g: int) -> NDArray[np.int
         z *= np.uint64(g)
         z >>= np.uint64(32)
     out: NDArray[np.int64] = z.view(np.int64)  # every bucket is below g < 2^32
+    return out
+
+
+QUERY_CELLS = 2**16
+"""Buckets computed per step of :func:`row_sums` (``keys × rows``, 512 KiB of uint64): a
+step that stays in the core's cache is 2–3× faster than one of 2^22 buckets."""
+
+
+def row_sums(table: NDArray[Any], keys: NDArray[np.uint64]) -> NDArray[Any]:
+    """``Σ_j table[j, h_j(x_v)]`` for each key ``x_v``, over all rows ``j`` of a
+    ``rows × width`` table (:data:`QUERY_CELLS` buckets a step)."""
+    rows, width = table.shape
+    flat = table.ravel()
+    row_start = np.arange(rows, dtype=np.int64) * width
+    out = np.empty(keys.size, dtype=table.dtype)
+    step = max(1, QUERY_CELLS // rows)
+    for start in range(0, keys.size, step):
+        cells = buckets(keys[start : start + step, None], np.arange(rows), width)
+        cells += row_start
+        out[start : start + step] = flat[cells].sum(axis=1)
     return out

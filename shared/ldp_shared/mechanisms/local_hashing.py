@@ -70,6 +70,7 @@ from ldp_shared.mechanisms.hashing import (
     new_salt,
     normalize_string,
     parse_decimal,
+    row_sums,
 )
 from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
@@ -84,8 +85,6 @@ MAX_SKETCH_CELLS = 2**20
 DEFAULT_HASHES = 1024
 """Default ``k``: the collision term ``F₂/((g−1)k)`` is then below the sampling term up
 to ``n ≈ 4k/F₂`` reports (80,000 at F₂ = 0.05); larger collections should raise it."""
-QUERY_CELLS = 2**22
-"""Buckets computed per step of an estimate (``candidates × k``, 32 MiB of int64)."""
 
 
 def bucket_count(epsilon: float) -> int:
@@ -295,16 +294,9 @@ class LocalHashing(Randomizer):
         return {"counts": np.bincount(cells, minlength=self.k * self.g).astype(np.int64)}
 
     def supports(self, counts: NDArray[np.int64], keys: NDArray[np.uint64]) -> NDArray[np.int64]:
-        """``C_v = Σ_j N[j, h_j(x_v)]`` for each key (:data:`QUERY_CELLS` buckets a step)."""
-        flat = np.asarray(counts, dtype=np.int64)
-        rows = np.arange(self.k)
-        row_start = rows * self.g
-        out = np.empty(keys.size, dtype=np.int64)
-        step = max(1, QUERY_CELLS // self.k)
-        for start in range(0, keys.size, step):
-            cells = buckets(keys[start : start + step, None], rows, self.g)
-            cells += row_start
-            out[start : start + step] = flat[cells].sum(axis=1)
+        """``C_v = Σ_j N[j, h_j(x_v)]`` for each key."""
+        table = np.asarray(counts, dtype=np.int64).reshape(self.k, self.g)
+        out: NDArray[np.int64] = row_sums(table, keys)
         return out
 
     def second_moment(self, counts: NDArray[np.int64], n: int) -> float:
