@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
-__all__ = ["WireModel", "checked_range"]
+__all__ = ["WireModel", "central_field", "checked_range"]
 
 
 class WireModel(BaseModel):
@@ -36,3 +38,20 @@ def checked_range(
         "maximum": le,
     }
     return {key: bound for key, bound in stated.items() if bound is not None}
+
+
+SHUFFLED_REPORTS = "of the n_reports shuffled reports (absent when unshuffled)"
+
+
+def central_field(of_what: str = SHUFFLED_REPORTS) -> Any:
+    """The optional ``central`` member of an answer: a shuffled collection's central
+    (ε, δ) against the aggregator, left out of the JSON when the collection is not
+    shuffled; ``of_what`` says which reports it covers."""
+    return Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description=(
+            "shuffled collections: the central (ε, δ) against the aggregator, given an"
+            f" honest shuffler, {of_what}"
+        ),
+    )

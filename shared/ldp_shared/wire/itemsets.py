@@ -22,7 +22,7 @@ from ldp_shared.kernel import z_value
 from ldp_shared.mechanisms import Mask
 from ldp_shared.request_model import RequestModel
 from ldp_shared.tabular import Tabular
-from ldp_shared.wire.base import WireModel, checked_range
+from ldp_shared.wire.base import WireModel, central_field, checked_range
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9_-]{16,32}$"
 _JOB_ID = re.compile(JOB_ID_PATTERN)
@@ -226,14 +226,7 @@ class ItemsetResult(WireModel, Tabular):
     )
     levels: list[LevelInfo]
     seconds: float
-    central: CentralRelease | None = Field(
-        default=None,
-        exclude_if=lambda value: value is None,
-        description=(
-            "shuffled collections: the central (ε, δ) against the aggregator, given an"
-            " honest shuffler, of the n_reports shuffled reports (absent when unshuffled)"
-        ),
-    )
+    central: CentralRelease | None = central_field()
 
     def table(self) -> dict[str, list[Any]]:
         """``{"support": [...], "itemsets": [frozenset(names)]}``: a data frame of this is

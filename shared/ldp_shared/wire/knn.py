@@ -17,7 +17,7 @@ from ldp_shared.central import CentralRelease
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.request_model import RequestModel
 from ldp_shared.tabular import Tabular
-from ldp_shared.wire.base import checked_range
+from ldp_shared.wire.base import central_field, checked_range
 
 MAX_QUERY_POINTS = 10_000
 MAX_NEIGHBOURS = 1_000_000_000
@@ -83,11 +83,4 @@ class KnnClassification(BaseModel, Tabular):
     tables: int
     bits: int
     predictions: list[KnnPrediction]
-    central: CentralRelease | None = Field(
-        default=None,
-        exclude_if=lambda value: value is None,
-        description=(
-            "shuffled collections: the central (ε, δ) against the aggregator, given an"
-            " honest shuffler, of the n_reports shuffled reports (absent when unshuffled)"
-        ),
-    )
+    central: CentralRelease | None = central_field()

@@ -19,7 +19,7 @@ from pydantic import Field
 from ldp_shared.central import CentralRelease
 from ldp_shared.request_model import RequestModel
 from ldp_shared.tabular import Tabular
-from ldp_shared.wire.base import WireModel
+from ldp_shared.wire.base import WireModel, central_field
 
 MAX_PREDICT_RECORDS = 10_000
 MODEL_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
@@ -142,14 +142,7 @@ class NaiveBayesModel(WireModel, Tabular):
     class_log_prior: list[float]
     features: list[NaiveBayesFeature]
     smoothing: NaiveBayesSmoothing
-    central: CentralRelease | None = Field(
-        default=None,
-        exclude_if=lambda value: value is None,
-        description=(
-            "shuffled collections: the central (ε, δ) against the aggregator, given an"
-            " honest shuffler, of the n_reports shuffled reports (absent when unshuffled)"
-        ),
-    )
+    central: CentralRelease | None = central_field()
 
 
 class NaiveBayesPredictRequest(RequestModel):

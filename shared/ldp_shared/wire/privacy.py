@@ -17,7 +17,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ldp_shared.central import CentralRelease
-from ldp_shared.wire.base import WireModel
+from ldp_shared.wire.base import WireModel, central_field
 
 
 class CollectionSpend(WireModel):
@@ -38,14 +38,9 @@ class CollectionSpend(WireModel):
     releases: int = Field(
         description="results stored so far: naive Bayes models and finished mining jobs"
     )
-    central: CentralRelease | None = Field(
-        default=None,
-        exclude_if=lambda value: value is None,
-        description=(
-            "shuffled collections: the central (ε, δ) against the aggregator, given an"
-            " honest shuffler, of the reports so far (absent when unshuffled or empty);"
-            " the ε per record holds against everyone"
-        ),
+    central: CentralRelease | None = central_field(
+        "of the reports so far (absent when unshuffled or empty); the ε per record holds"
+        " against everyone"
     )
 
 

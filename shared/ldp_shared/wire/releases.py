@@ -12,7 +12,7 @@ from pydantic import Field
 
 from ldp_shared.central import CentralRelease
 from ldp_shared.tabular import Tabular
-from ldp_shared.wire.base import WireModel
+from ldp_shared.wire.base import WireModel, central_field
 
 __all__ = [
     "FrequencyResult",
@@ -51,14 +51,7 @@ class _AttributeRelease(WireModel):
         exclude_if=lambda value: value is None,
         description="the periods whose reports the estimate rests on (absent: all of them)",
     )
-    central: CentralRelease | None = Field(
-        default=None,
-        exclude_if=lambda value: value is None,
-        description=(
-            "shuffled collections: the central (ε, δ) against the aggregator, given an"
-            " honest shuffler, of the n_reports shuffled reports (absent when unshuffled)"
-        ),
-    )
+    central: CentralRelease | None = central_field()
 
 
 class IBUStatus(WireModel):
