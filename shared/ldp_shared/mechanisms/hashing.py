@@ -228,6 +228,19 @@ def buckets(keys: NDArray[np.uint64], j: NDArray[Any], g: int) -> NDArray[np.int
     return out
 
 
+_M64 = (1 << 64) - 1
+
+
+def bucket_of(key: int, j: int, g: int) -> int:
+    """:func:`buckets` of one key and hash index, in Python integers (one record's path:
+    a dozen numpy calls on one element cost more than the arithmetic)."""
+    z = (key + (j + 1) * int(_GOLDEN)) & _M64
+    z = ((z ^ (z >> 30)) * int(_MIX1)) & _M64
+    z = ((z ^ (z >> 27)) * int(_MIX2)) & _M64
+    z ^= z >> 31
+    return ((z >> 32) * g) >> 32
+
+
 QUERY_CELLS = 2**16
 """Buckets computed per step of :func:`row_sums` (``keys × rows``, 512 KiB of uint64): a
 step that stays in the core's cache is 2–3× faster than one of 2^22 buckets."""

@@ -265,13 +265,20 @@ class LocalHashing(Randomizer):
         keys = np.asarray(values)
         if keys.ndim != 1 or keys.dtype != np.uint64:
             raise InvalidRecordError("FLH perturbs a 1-d array of uint64 keys")
-        gen = resolve_rng(rng)
-        j = gen.integers(0, self.k, size=keys.size, dtype=np.int64)
+        noise = self.draw_noise(keys.size, resolve_rng(rng))
+        j, rank = noise[:, 0], noise[:, 1]
         true = buckets(keys, j, self.g)
-        keep = gen.random(keys.size) < self.p
-        other = gen.integers(0, self.g - 1, size=keys.size, dtype=np.int64)
-        other += other >= true  # uniform over the g − 1 other buckets
-        return np.stack([j, np.where(keep, true, other)], axis=1)
+        return np.stack([j, np.where(rank < 0, true, rank + (rank >= true))], axis=1)
+
+    def draw_noise(self, n: int, rng: np.random.Generator) -> NDArray[np.int64]:
+        """The randomness of ``n`` answers, drawn before the keys are known: per answer
+        the hash index ``j`` (uniform over ``k``) and ``-1`` to keep the true bucket
+        (probability ``p``), else the rank ``r ∈ [0, g − 2]`` of the reported bucket
+        among the ``g − 1`` others (uniform; the bucket is ``r + (r ≥ true)``)."""
+        j = rng.integers(0, self.k, size=n, dtype=np.int64)
+        keep = rng.random(n) < self.p
+        other = rng.integers(0, self.g - 1, size=n, dtype=np.int64)
+        return np.stack([j, np.where(keep, -1, other)], axis=1)
 
     def pack(self, answers: NDArray[Any]) -> NDArray[np.uint8]:
         out = np.empty((answers.shape[0], 3), dtype=np.uint8)

@@ -21,6 +21,7 @@ import pytest
 from ldp_shared.errors import InvalidRecordError
 from ldp_shared.mechanisms.hashing import (
     SALT_PATTERN,
+    bucket_of,
     buckets,
     hash_keys,
     new_salt,
@@ -232,6 +233,7 @@ def test_buckets_match_the_reference(salt: str, g: int) -> None:
     for col, j in enumerate(JS):
         assert buckets(key_array, np.asarray(j), g).tolist() == [row[col] for row in expected]
     assert table.min() >= 0 and table.max() < g
+    assert [[bucket_of(x, j, g) for j in JS] for x in keys] == expected  # one record's path
 
 
 def test_every_bucket_is_reached_about_equally() -> None:
