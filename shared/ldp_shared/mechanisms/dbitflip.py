@@ -45,6 +45,8 @@ into ``⌈b/8⌉`` bytes (padding zero).
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -71,6 +73,8 @@ from ldp_shared.mechanisms.grr import realised_keep
 from ldp_shared.mechanisms.histogram import PLANNED_BINS, bin_indices, bin_labels
 from ldp_shared.mechanisms.longitudinal import (
     LongitudinalRandomizer,
+    PermanentMemo,
+    one_index,
     prf_uniform_list,
     prf_uniforms,
     value_messages,
@@ -85,6 +89,9 @@ MAX_BITS = 64
 """Most sampled buckets ``b`` per device."""
 _SUBSET_CELLS = 2**20
 """Uniforms drawn per step when sampling fresh devices' buckets (8 MiB)."""
+_SUBSET_TABLE_ROWS = 4096
+"""Fresh devices draw their buckets as a uniform row of the table of all ``b``-subsets
+when there are at most this many (``d = 24, b = 2``: 276); above, by partial sorting."""
 
 
 @register
@@ -233,15 +240,31 @@ class DBitFlipPM(LongitudinalRandomizer):
         """Each row a fresh device: its buckets and flips drawn from ``rng``."""
         idx = check_indices(values, self.d)
         gen = resolve_rng(rng)
-        sampled = self._fresh_subsets(idx.size, gen)
-        flips = gen.random((idx.size, self.b)) < self.flip
-        return np.hstack([sampled, (sampled == idx[:, None]) ^ flips]).astype(np.int64)
+        n, b = idx.size, self.b
+        out = np.empty((n, 2 * b), dtype=np.int64)
+        sampled = out[:, :b]
+        sampled[...] = self._fresh_subsets(n, gen)
+        flips = gen.random((n, b)) < self.flip
+        np.not_equal(sampled == idx[:, None], flips, out=out[:, b:], casting="unsafe")
+        return out
+
+    @functools.cached_property
+    def _subsets(self) -> NDArray[np.int64] | None:
+        """Every ``b``-subset of the buckets, sorted, one per row (lexicographic), when
+        there are at most :data:`_SUBSET_TABLE_ROWS`; else ``None``."""
+        if math.comb(self.d, self.b) > _SUBSET_TABLE_ROWS:
+            return None
+        rows = list(itertools.combinations(range(self.d), self.b))
+        return np.array(rows, dtype=np.int64).reshape(len(rows), self.b)
 
     def _fresh_subsets(self, n: int, gen: np.random.Generator) -> NDArray[np.int64]:
-        """``n`` uniform ``b``-subsets of the buckets, sorted (the ``b`` least of ``d``
-        uniforms per row)."""
+        """``n`` uniform ``b``-subsets of the buckets, sorted: a uniform row of the table
+        of all subsets when it is small, else the ``b`` least of ``d`` uniforms per row."""
         if self.b == self.d:
             return np.tile(np.arange(self.d, dtype=np.int64), (n, 1))
+        table = self._subsets
+        if table is not None:
+            return np.take(table, gen.integers(table.shape[0], size=n), axis=0)
         out = np.empty((n, self.b), dtype=np.int64)
         step = max(1, _SUBSET_CELLS // self.d)
         for start in range(0, n, step):
@@ -269,9 +292,16 @@ class DBitFlipPM(LongitudinalRandomizer):
     ) -> NDArray[np.int64]:
         """The memoised response of each value's bucket vector (no fresh noise: ``rng``
         is not drawn from)."""
+        v = one_index(values, self.d)
+        if v is not None:  # a device's one record, memoised in memory (see longitudinal)
+            memo = self._permanent_memo
+            found: NDArray[np.int64] | None = memo.get(key, v)
+            if found is None:
+                found = np.array([self._memoised_one(v, key)], dtype=np.int64)
+                found.flags.writeable = False
+                memo.put(key, v, found)
+            return found.copy()
         idx = check_indices(values, self.d)
-        if idx.size == 1:  # a device's one record: the same answer without numpy's overhead
-            return np.array([self._memoised_one(int(idx[0]), key)], dtype=np.int64)
         sampled = self.sampled_buckets(key)
         positions = self._positions(idx, sampled)
         distinct, inverse = np.unique(positions, return_inverse=True)
@@ -280,14 +310,23 @@ class DBitFlipPM(LongitudinalRandomizer):
         bits = (truth ^ (u < self.flip))[inverse]
         return np.hstack([np.tile(sampled, (positions.size, 1)), bits]).astype(np.int64)
 
+    @functools.cached_property
+    def _sampled_memo(self) -> PermanentMemo[list[int]]:
+        """The sampled buckets of one-record calls' devices, by PRF key."""
+        return PermanentMemo()
+
     def _memoised_one(self, value: int, key: bytes) -> list[int]:
         """:meth:`perturb_memoised` of one value, on Python numbers (the same draws)."""
-        u = prf_uniform_list(key, NAME.encode() + b" buckets", self.d)
-        sampled = sorted(sorted(range(self.d), key=lambda i: (u[i], i))[: self.b])
+        memo = self._sampled_memo
+        sampled: list[int] | None = memo.get(key, 0)  # the device's buckets, kept too
+        if sampled is None:
+            u = prf_uniform_list(key, NAME.encode() + b" buckets", self.d)
+            sampled = sorted(sorted(range(self.d), key=lambda i: (u[i], i))[: self.b])
+            memo.put(key, 0, sampled)
         position = sampled.index(value) if value in sampled else self.b
         flips = prf_uniform_list(key, NAME.encode() + b"\n" + str(position).encode(), self.b)
         bits = [int((j == position) != (f < self.flip)) for j, f in enumerate(flips)]
-        return sampled + bits
+        return [*sampled, *bits]
 
     # ------------------------------------------------------------------ wire
 

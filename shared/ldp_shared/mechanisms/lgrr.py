@@ -47,6 +47,7 @@ GRR's at ``(p, q)``: this class is GRR with the chained channel.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
@@ -62,9 +63,11 @@ from ldp_shared.mechanisms.grr import (
     realised_keep,
 )
 from ldp_shared.mechanisms.longitudinal import (
+    BulkDraws,
     LongitudinalCategoricalSpec,
     LongitudinalRandomizer,
     check_epsilons,
+    one_index,
     prf_uniform_list,
     prf_uniforms,
     value_messages,
@@ -190,14 +193,43 @@ class LongitudinalGRR(GeneralizedRandomizedResponse, LongitudinalRandomizer):
     def perturb_memoised(
         self, values: NDArray[Any], key: bytes, rng: np.random.Generator | None = None
     ) -> NDArray[np.int64]:
+        v = one_index(values, self.d)
+        if v is not None:  # a device's one record, on Python numbers (see the module)
+            return np.array([self._one_record(v, key, resolve_rng(rng))], dtype=np.int64)
         idx = check_indices(values, self.d)
-        if idx.size == 1:  # a device's one record: the same draws without numpy's overhead
-            v = int(idx[0])
+        return self.instantaneous(self.permanent(idx, key), resolve_rng(rng))
+
+    def permanent_one(self, v: int, key: bytes) -> int:
+        """:meth:`permanent` of one value (the same PRF draws and arithmetic), memoised
+        in memory."""
+        memo = self._permanent_memo
+        z: int | None = memo.get(key, v)
+        if z is None:
             u = prf_uniform_list(key, NAME.encode() + b"\n" + str(v).encode("ascii"), 2)
             z = _grr_one(v, u[0], u[1], self.p1, self.d)
-            keep, other = resolve_rng(rng).random(2).tolist()
-            return np.array([_grr_one(z, keep, other, self.p2, self.d)], dtype=np.int64)
-        return self.instantaneous(self.permanent(idx, key), resolve_rng(rng))
+            memo.put(key, v, z)
+        return z
+
+    def _one_record(self, v: int, key: bytes, gen: np.random.Generator) -> int:
+        z: int | None = self._permanent_memo.get(key, v)
+        if z is None:
+            z = self.permanent_one(v, key)
+        noise = self._one_record_draws.take(gen)
+        return z if noise < 0 else noise + (noise >= z)
+
+    @functools.cached_property
+    def _one_record_draws(self) -> BulkDraws[int]:
+        """The instantaneous step's randomness, drawn ahead: ``-1`` (keep ``z``, where a
+        uniform is below ``p₂``) or ``⌊u·(d − 1)⌋``, the rank of the reported value among
+        the ``d − 1`` others (:func:`grr_step`'s arithmetic)."""
+
+        def draw(n: int, gen: np.random.Generator) -> list[int]:
+            keep = gen.random(n) < self.p2
+            moved = np.floor(gen.random(n) * (self.d - 1)).astype(np.int64)
+            out: list[int] = np.where(keep, -1, moved).tolist()
+            return out
+
+        return BulkDraws(draw)
 
     def instantaneous(
         self, permanent: NDArray[np.int64], gen: np.random.Generator

@@ -27,32 +27,50 @@ from fresh ones. The instantaneous step draws from the injected generator as usu
 treats every row as a fresh device: permanent and instantaneous steps from ``rng``. It
 is what simulations use; its answers have the same distribution as a memoised device's
 single report. Devices call :meth:`LongitudinalRandomizer.perturb_memoised`.
+
+**One record per call.** A device reports one record at a time, mostly a value it has
+reported before. For one value, ``perturb_memoised`` works on Python numbers: the
+permanent response is kept in a bounded in-process cache (:class:`PermanentMemo`, keyed
+by the attribute's PRF key and the value, :data:`MEMO_ENTRIES` of them per randomizer),
+so a repeat costs no HMAC; it is the PRF's response, recomputed after an
+eviction or in another process, never written anywhere. The instantaneous step's
+uniforms are drawn from the caller's generator in blocks ahead of the record
+(:class:`BulkDraws`), with the arithmetic of the vectorised step, each used once: the
+answers have the vectorised path's distribution, and a seeded generator makes a
+sequence of calls reproducible.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
+import os
+import struct
 from abc import abstractmethod
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import Field
 
-from ldp_shared.errors import ConfigurationError
+from ldp_shared.errors import ConfigurationError, InvalidRecordError
 from ldp_shared.identifiers import MAX_DOMAIN_SIZE
 from ldp_shared.mechanisms._checks import check_epsilon
 from ldp_shared.mechanisms.base import AttributeSpec, Randomizer
 from ldp_shared.mechanisms.categorical import CategoricalSpec
 
 __all__ = [
+    "MEMO_ENTRIES",
     "PLANNED_PERMANENT_RATIO",
+    "BulkDraws",
     "LongitudinalCategoricalSpec",
     "LongitudinalRandomizer",
+    "PermanentMemo",
     "attribute_key",
     "check_epsilons",
+    "one_index",
     "prf_uniform_list",
     "prf_uniforms",
     "value_messages",
@@ -63,6 +81,112 @@ PLANNED_PERMANENT_RATIO = 2.0
 reports of one value reveal at most twice what one does."""
 _WORDS_PER_BLOCK = 4  # a SHA-256 block is four 64-bit words
 _UNIT = 2.0**-53
+_BLOCK_WORDS = struct.Struct(">4Q")  # a SHA-256 block as four big-endian 64-bit words
+MEMO_ENTRIES = 4096
+"""Permanent responses a randomizer keeps in memory for one-record calls (the oldest go)."""
+FIRST_BLOCK = 16
+LAST_BLOCK = 1024
+"""Sizes of the blocks of instantaneous draws: the first, doubling up to the last."""
+GENERATORS = 8
+"""Generators whose bulk draws a randomizer keeps at once (the first met go first)."""
+_DEVICE_STATE = ("_permanent_memo", "_one_record_draws", "_sampled_memo")
+_forks = [0]  # bumped in a forked child: bulk draws made before the fork are dropped
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
+
+T = TypeVar("T")
+
+
+class PermanentMemo(Generic[T]):
+    """A bounded in-process cache of permanent responses, ``(PRF key, value) →
+    response``; the first in goes first when it is full. Safe to share between threads
+    (a race only recomputes a response)."""
+
+    def __init__(self, entries: int | None = None) -> None:
+        self._items: dict[tuple[bytes, int], T] = {}
+        self._entries = MEMO_ENTRIES if entries is None else entries
+
+    def get(self, key: bytes, memo: int) -> T | None:
+        return self._items.get((key, memo))
+
+    def put(self, key: bytes, memo: int, response: T) -> None:
+        items = self._items
+        while len(items) >= self._entries:
+            try:
+                items.pop(next(iter(items)), None)
+            except (RuntimeError, StopIteration):  # another thread changed it meanwhile
+                break
+        items[(key, memo)] = response
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class _Stream:
+    """The bulk draws of one generator."""
+
+    __slots__ = ("block", "forks", "items", "rng")
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.block = FIRST_BLOCK
+        self.items: list[Any] = []
+        self.forks = _forks[0]
+
+
+class BulkDraws(Generic[T]):
+    """Randomness of one-record calls, drawn from each generator in blocks.
+
+    ``draw(n, rng)`` returns ``n`` independent draws (a list); :meth:`take` hands them
+    out one at a time, each once (``list.pop``, atomic under the GIL), and draws a new
+    block, twice the last up to :data:`LAST_BLOCK`, when they run out. Draws are kept
+    per generator, for the last :data:`GENERATORS` used; a forked child drops those
+    made before the fork (the parent may use them too).
+    """
+
+    def __init__(self, draw: Callable[[int, np.random.Generator], list[T]]) -> None:
+        self._draw = draw
+        self._streams: dict[int, _Stream] = {}
+        self._last: _Stream | None = None
+
+    def take(self, rng: np.random.Generator) -> T:
+        stream = self._last
+        if stream is None or stream.rng is not rng or stream.forks != _forks[0]:
+            stream = self._stream(rng)
+        try:
+            item: T = stream.items.pop()
+        except IndexError:
+            fresh = self._draw(stream.block, rng)
+            stream.block = min(2 * stream.block, LAST_BLOCK)
+            stream.items.extend(fresh)
+            item = stream.items.pop()
+        return item
+
+    def _stream(self, rng: np.random.Generator) -> _Stream:
+        streams = self._streams
+        found = streams.get(id(rng))
+        if found is None or found.rng is not rng or found.forks != _forks[0]:
+            found = _Stream(rng)
+            streams.pop(id(rng), None)
+            streams[id(rng)] = found
+            while len(streams) > GENERATORS:
+                try:
+                    streams.pop(next(iter(streams)), None)
+                except (RuntimeError, StopIteration):
+                    break
+        self._last = found
+        return found
+
+
+def one_index(values: Any, d: int) -> int | None:
+    """The value index of a one-value integer array (checked to lie in ``[0, d)``), or
+    ``None`` for anything else (the vectorised path then takes it)."""
+    if type(values) is not np.ndarray or values.shape != (1,) or values.dtype.kind not in "iu":
+        return None
+    v: int = values.item()
+    if not 0 <= v < d:
+        raise InvalidRecordError(f"value index outside the domain [0, {d})")
+    return v
 
 
 class LongitudinalRandomizer(Randomizer):
@@ -84,7 +208,17 @@ class LongitudinalRandomizer(Randomizer):
         self, values: NDArray[Any], key: bytes, rng: np.random.Generator | None = None
     ) -> NDArray[Any]:
         """Answers of the device holding ``key``: the permanent step derived from ``key``
-        (so equal memoised keys share it), the instantaneous one from ``rng``."""
+        (so equal memoised keys share it), the instantaneous one from ``rng`` (for one
+        value, from draws taken from ``rng`` in blocks: see the module)."""
+
+    @functools.cached_property
+    def _permanent_memo(self) -> PermanentMemo[Any]:
+        """The permanent responses of one-record calls (see the module)."""
+        return PermanentMemo()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without its memo and bulk draws (a copy must not reuse the draws)."""
+        return {k: v for k, v in self.__dict__.items() if k not in _DEVICE_STATE}
 
 
 class LongitudinalCategoricalSpec(CategoricalSpec):
@@ -174,12 +308,9 @@ def prf_uniform_list(key: bytes, message: bytes, count: int) -> list[float]:
     """:func:`prf_uniforms` of one message, as Python floats (a device's one-record path,
     free of numpy's per-call overhead; the same numbers)."""
     out: list[float] = []
-    block = 0
-    while len(out) < count:
+    for block in range(max(1, -(-count // _WORDS_PER_BLOCK))):
         digest = hmac.new(key, message + block.to_bytes(4, "big"), hashlib.sha256).digest()
-        for at in range(0, 32, 8):
-            out.append((int.from_bytes(digest[at : at + 8], "big") >> 11) * _UNIT)
-        block += 1
+        out.extend([(word >> 11) * _UNIT for word in _BLOCK_WORDS.unpack(digest)])
     return out[:count]
 
 

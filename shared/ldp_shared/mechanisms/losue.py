@@ -48,6 +48,7 @@ variance does not grow with ``d`` (L-GRR's does, linearly): choose it for large 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
@@ -60,9 +61,11 @@ from ldp_shared.mechanisms._checks import check_domain_size, check_indices
 from ldp_shared.mechanisms.base import PlannedVariance
 from ldp_shared.mechanisms.grr import realised_keep
 from ldp_shared.mechanisms.longitudinal import (
+    BulkDraws,
     LongitudinalCategoricalSpec,
     LongitudinalRandomizer,
     check_epsilons,
+    one_index,
     prf_uniform_list,
     prf_uniforms,
     value_messages,
@@ -73,8 +76,9 @@ from ldp_shared.rand import resolve_rng
 
 NAME = "l-osue"
 PLAIN_PYTHON_UP_TO = 32
-"""Domains up to this size take the one-record path in plain Python (faster than numpy's
-per-call overhead there; above it the PRF's HMAC blocks dominate either way)."""
+"""Domains up to this size derive a one-record call's permanent vector in plain Python
+(faster than numpy's per-call overhead there; above it the PRF's HMAC blocks dominate
+either way)."""
 
 
 def instantaneous_flip(epsilon: float, epsilon_infinity: float) -> float:
@@ -175,22 +179,45 @@ class LongitudinalOSUE(UnaryEncoding, LongitudinalRandomizer):
     def perturb_memoised(
         self, values: NDArray[Any], key: bytes, rng: np.random.Generator | None = None
     ) -> NDArray[np.bool_]:
+        v = one_index(values, self.d)
+        if v is not None:  # a device's one record (see the module)
+            permanent = self._permanent_memo.get(key, v)
+            if permanent is None:
+                permanent = self.permanent_one(v, key)
+            return np.not_equal(permanent, self._one_record_draws.take(resolve_rng(rng)))
         idx = check_indices(values, self.d)
-        gen = resolve_rng(rng)
-        if idx.size == 1 and self.d <= PLAIN_PYTHON_UP_TO:
-            return self._one_record(int(idx[0]), key, gen)
-        reported = self.instantaneous(self.permanent(idx, key), gen)
+        reported = self.instantaneous(self.permanent(idx, key), resolve_rng(rng))
         return np.unpackbits(reported, axis=1, count=self.d).view(np.bool_)
 
-    def _one_record(self, x: int, key: bytes, gen: np.random.Generator) -> NDArray[np.bool_]:
-        """A device's one record of a small domain: the draws of the vector path (the
-        PRF's uniforms, then ``d`` of ``gen``'s) compared in plain Python."""
-        u = prf_uniform_list(key, NAME.encode() + b"\n" + str(x).encode("ascii"), self.d)
-        flips = gen.random(self.d).tolist()
-        q1, q2 = self.q1, self.q2
-        bits = [(ui < q1) != (fi < q2) for ui, fi in zip(u, flips, strict=True)]
-        bits[x] = (u[x] < self.p1) != (flips[x] < q2)
-        return np.array([bits], dtype=np.bool_)
+    def permanent_one(self, x: int, key: bytes) -> NDArray[np.bool_]:
+        """:meth:`permanent` of one value, unpacked (``1 × d`` booleans; the same PRF
+        draws and comparisons), memoised in memory. Read only."""
+        memo = self._permanent_memo
+        found: NDArray[np.bool_] | None = memo.get(key, x)
+        if found is not None:
+            return found
+        if self.d <= PLAIN_PYTHON_UP_TO:
+            u = prf_uniform_list(key, NAME.encode() + b"\n" + str(x).encode("ascii"), self.d)
+            q1 = self.q1
+            bits = [ui < q1 for ui in u]
+            bits[x] = u[x] < self.p1
+            row = np.array([bits], dtype=np.bool_)
+        else:
+            packed = self.permanent(np.array([x], dtype=np.int64), key)
+            row = np.unpackbits(packed, axis=1, count=self.d).view(np.bool_)
+        row.flags.writeable = False
+        memo.put(key, x, row)
+        return row
+
+    @functools.cached_property
+    def _one_record_draws(self) -> BulkDraws[NDArray[np.bool_]]:
+        """The instantaneous step's flips, drawn ahead: ``1 × d`` booleans ``w_v < q₂``
+        (:meth:`instantaneous`'s comparison), one row per record."""
+
+        def draw(n: int, gen: np.random.Generator) -> list[NDArray[np.bool_]]:
+            return list((gen.random((n, self.d)) < self.q2).reshape(n, 1, self.d))
+
+        return BulkDraws(draw)
 
     def instantaneous(
         self, permanent: NDArray[np.uint8], gen: np.random.Generator

@@ -143,15 +143,26 @@ def test_the_permanent_step_is_a_function_of_the_key_and_the_value() -> None:
 @pytest.mark.parametrize(
     ("d", "epsilon", "infinity"), [(2, 0.5, 1.0), (13, 1.0, 2.0), (32, 2.0, 2.0), (70, 1.0, 3.0)]
 )
-def test_one_record_equals_the_vector_path(d: int, epsilon: float, infinity: float) -> None:
+def test_one_record_has_the_vector_paths_permanent_vector(
+    d: int, epsilon: float, infinity: float
+) -> None:
+    """The one-record path's permanent vector is the vector path's (the same PRF draws),
+    kept in memory; at ε₁ = ε∞ (no instantaneous noise) its answers are the vector
+    path's. Its instantaneous flips: tests/shared/mechanisms/test_longitudinal_one_record.py."""
     mech = LongitudinalOSUE(d=d, epsilon=epsilon, epsilon_infinity=infinity)
     gen = np.random.default_rng(7)
     for i in range(200):
         key = gen.integers(0, 256, size=32, dtype=np.uint8).tobytes()
         v = i % d
+        vector = np.unpackbits(mech.permanent(np.array([v, v]), key)[:1], axis=1, count=d)
+        one = mech.permanent_one(v, key)
+        assert one.shape == (1, d) and np.array_equal(one, vector.view(np.bool_))
+        assert mech.permanent_one(v, key) is one  # memoised
         fast = mech.perturb_memoised(np.array([v]), key, seeded_rng(i))
-        slow = mech.perturb_memoised(np.array([v, v]), key, seeded_rng(i))[:1]
-        assert np.array_equal(fast, slow)
+        if mech.q2 == 0.0:
+            slow = mech.perturb_memoised(np.array([v, v]), key, seeded_rng(i))[:1]
+            assert np.array_equal(fast, slow)
+        assert fast.shape == (1, d) and fast.dtype == np.bool_
 
 
 def test_segment_round_trip_and_bad_input() -> None:
