@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from _common import DATA_DIR, base_parser, emit, log, sized, start_marker, zipf_frequencies
-from ldp_shared.codec import Privatizer
+from ldp_client.privatize import privatize, privatize_packed
 from ldp_shared.collection import build_config
 from ldp_shared.identifiers import MAX_DOMAIN_SIZE
 from ldp_shared.kernel import frequency_variance
@@ -452,16 +452,14 @@ def speed_arms(
     """The timed arms at one ε: each call handles its records and returns how many."""
     spec = LocalHashingSpec(name="v", mechanism="flh")
     rnd = spec.randomizer(epsilon)
-    privatizer = Privatizer(
-        build_config(CollectionSpec(name="bench", attributes=[spec], epsilon=epsilon))
-    )
+    config = build_config(CollectionSpec(name="bench", attributes=[spec], epsilon=epsilon))
     encode, perturb, pack = spec.encode, rnd.perturb, rnd.pack
     parts: dict[str, list[float]] = {"encode": [], "perturb": [], "pack": []}
 
     def ours_per_record() -> int:
         gen = secure_rng()
         for s in sub:
-            pack(perturb(encode([s]), gen))
+            privatize_packed(config, {"v": s}, gen)
         return len(sub)
 
     def ours_vectorised() -> int:
@@ -481,7 +479,7 @@ def speed_arms(
     def sdk_per_record() -> int:
         gen = secure_rng()
         for s in sdk_sub:
-            privatizer.privatize({"v": s}, gen)
+            privatize(config, {"v": s}, gen)
         return len(sdk_sub)
 
     arms: dict[str, Callable[[], int]] = {
@@ -596,9 +594,13 @@ def speed_part(
             "open domain on the client side). One warm-up call per arm, not timed."
         ),
         "ours_per_record_path": (
-            "spec.encode([s]) → randomizer.perturb(keys, rng) → randomizer.pack"
+            "ldp_client.privatize.privatize_packed(config, {'v': s}, rng): one record to its"
+            " packed report (the one-record path, ldp_client/one_record.py)"
         ),
-        "ours_sdk_path": "Privatizer(config).privatize({'v': s}, rng): the SDK's per-record call",
+        "ours_sdk_path": (
+            "ldp_client.privatize.privatize(config, {'v': s}, rng): the SDK's per-record call,"
+            " to a Report with its fresh id"
+        ),
         "settings": out,
     }
 

@@ -35,9 +35,9 @@ by the attribute's PRF key and the value, :data:`MEMO_ENTRIES` of them per rando
 so a repeat costs no HMAC; it is the PRF's response, recomputed after an
 eviction or in another process, never written anywhere. The instantaneous step's
 uniforms are drawn from the caller's generator in blocks ahead of the record
-(:class:`BulkDraws`), with the arithmetic of the vectorised step, each used once: the
-answers have the vectorised path's distribution, and a seeded generator makes a
-sequence of calls reproducible.
+(:mod:`ldp_shared.bulk_draws`), with the arithmetic of the vectorised step, each used
+once: the answers have the vectorised path's distribution, and a seeded generator makes
+a sequence of calls reproducible.
 """
 
 from __future__ import annotations
@@ -45,10 +45,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
-import os
 import struct
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
@@ -64,7 +63,6 @@ from ldp_shared.mechanisms.categorical import CategoricalSpec
 __all__ = [
     "MEMO_ENTRIES",
     "PLANNED_PERMANENT_RATIO",
-    "BulkDraws",
     "LongitudinalCategoricalSpec",
     "LongitudinalRandomizer",
     "PermanentMemo",
@@ -84,16 +82,7 @@ _UNIT = 2.0**-53
 _BLOCK_WORDS = struct.Struct(">4Q")  # a SHA-256 block as four big-endian 64-bit words
 MEMO_ENTRIES = 4096
 """Permanent responses a randomizer keeps in memory for one-record calls (the oldest go)."""
-FIRST_BLOCK = 16
-LAST_BLOCK = 1024
-"""Sizes of the blocks of instantaneous draws: the first, doubling up to the last."""
-GENERATORS = 8
-"""Generators whose bulk draws a randomizer keeps at once (the first met go first)."""
 _DEVICE_STATE = ("_permanent_memo", "_one_record_draws", "_sampled_memo")
-_forks = [0]  # bumped in a forked child: bulk draws made before the fork are dropped
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
-
 T = TypeVar("T")
 
 
@@ -120,62 +109,6 @@ class PermanentMemo(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._items)
-
-
-class _Stream:
-    """The bulk draws of one generator."""
-
-    __slots__ = ("block", "forks", "items", "rng")
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.rng = rng
-        self.block = FIRST_BLOCK
-        self.items: list[Any] = []
-        self.forks = _forks[0]
-
-
-class BulkDraws(Generic[T]):
-    """Randomness of one-record calls, drawn from each generator in blocks.
-
-    ``draw(n, rng)`` returns ``n`` independent draws (a list); :meth:`take` hands them
-    out one at a time, each once (``list.pop``, atomic under the GIL), and draws a new
-    block, twice the last up to :data:`LAST_BLOCK`, when they run out. Draws are kept
-    per generator, for the last :data:`GENERATORS` used; a forked child drops those
-    made before the fork (the parent may use them too).
-    """
-
-    def __init__(self, draw: Callable[[int, np.random.Generator], list[T]]) -> None:
-        self._draw = draw
-        self._streams: dict[int, _Stream] = {}
-        self._last: _Stream | None = None
-
-    def take(self, rng: np.random.Generator) -> T:
-        stream = self._last
-        if stream is None or stream.rng is not rng or stream.forks != _forks[0]:
-            stream = self._stream(rng)
-        try:
-            item: T = stream.items.pop()
-        except IndexError:
-            fresh = self._draw(stream.block, rng)
-            stream.block = min(2 * stream.block, LAST_BLOCK)
-            stream.items.extend(fresh)
-            item = stream.items.pop()
-        return item
-
-    def _stream(self, rng: np.random.Generator) -> _Stream:
-        streams = self._streams
-        found = streams.get(id(rng))
-        if found is None or found.rng is not rng or found.forks != _forks[0]:
-            found = _Stream(rng)
-            streams.pop(id(rng), None)
-            streams[id(rng)] = found
-            while len(streams) > GENERATORS:
-                try:
-                    streams.pop(next(iter(streams)), None)
-                except (RuntimeError, StopIteration):
-                    break
-        self._last = found
-        return found
 
 
 def one_index(values: Any, d: int) -> int | None:

@@ -56,12 +56,12 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ldp_shared.bulk_draws import BulkDraws
 from ldp_shared.kernel import unary_epsilon
 from ldp_shared.mechanisms._checks import check_domain_size, check_indices
 from ldp_shared.mechanisms.base import PlannedVariance
 from ldp_shared.mechanisms.grr import realised_keep
 from ldp_shared.mechanisms.longitudinal import (
-    BulkDraws,
     LongitudinalCategoricalSpec,
     LongitudinalRandomizer,
     check_epsilons,

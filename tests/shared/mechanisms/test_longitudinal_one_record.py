@@ -27,10 +27,11 @@ from tests.statistical._stats import (
     wrong_epsilons,
 )
 
+from ldp_shared import bulk_draws
+from ldp_shared.bulk_draws import BulkDraws
 from ldp_shared.errors import InvalidRecordError
 from ldp_shared.mechanisms import DBitFlipPM, LongitudinalGRR, LongitudinalOSUE, longitudinal
 from ldp_shared.mechanisms.longitudinal import (
-    BulkDraws,
     PermanentMemo,
     prf_uniform_list,
     prf_uniforms,
@@ -129,12 +130,12 @@ def test_bulk_draws_are_used_once_per_generator() -> None:
     assert len(set(taken)) == 140  # no draw handed out twice, across generators
     for stream_rng in (a, b):
         assert draws._streams[id(stream_rng)].rng is stream_rng
-    longitudinal._forks[0] += 1  # as in a forked child: the parent's draws are dropped
+    bulk_draws._forks[0] += 1  # as in a forked child: the parent's draws are dropped
     try:
         after = draws.take(a)
         assert after >= max(taken) + 1  # a fresh block, not one of the parent's leftovers
     finally:
-        longitudinal._forks[0] -= 1
+        bulk_draws._forks[0] -= 1
 
 
 @pytest.mark.parametrize(
