@@ -27,8 +27,6 @@ from tests.statistical._stats import (
     wrong_epsilons,
 )
 
-from ldp_shared import bulk_draws
-from ldp_shared.bulk_draws import BulkDraws
 from ldp_shared.errors import InvalidRecordError
 from ldp_shared.mechanisms import DBitFlipPM, LongitudinalGRR, LongitudinalOSUE, longitudinal
 from ldp_shared.mechanisms.longitudinal import (
@@ -116,26 +114,6 @@ def test_a_mechanism_keeps_at_most_memo_entries(monkeypatch: pytest.MonkeyPatch)
     for key in keys(50):
         mech.perturb_memoised(one(3), key, seeded_rng(0))
     assert len(mech._permanent_memo) == 10
-
-
-def test_bulk_draws_are_used_once_per_generator() -> None:
-    counter = iter(range(10**6))
-
-    def draw(n: int, gen: np.random.Generator) -> list[int]:
-        return [next(counter) for _ in range(n)]
-
-    draws: BulkDraws[int] = BulkDraws(draw)
-    a, b = seeded_rng(0), seeded_rng(0)
-    taken = [draws.take(a) for _ in range(100)] + [draws.take(b) for _ in range(40)]
-    assert len(set(taken)) == 140  # no draw handed out twice, across generators
-    for stream_rng in (a, b):
-        assert draws._streams[id(stream_rng)].rng is stream_rng
-    bulk_draws._forks[0] += 1  # as in a forked child: the parent's draws are dropped
-    try:
-        after = draws.take(a)
-        assert after >= max(taken) + 1  # a fresh block, not one of the parent's leftovers
-    finally:
-        bulk_draws._forks[0] -= 1
 
 
 @pytest.mark.parametrize(
