@@ -2,7 +2,11 @@
 
 The aggregator's app (``create_app``, a temporary SQLite file) is called directly as an
 ASGI application, with no server and no socket, for ``POST /v1/collections/{name}/reports``
-carrying one fresh report. Each variant takes one user middleware out of the stack
+carrying one fresh report. It times the real route 16 requests at a time (as wrk's 16
+connections; the event loop's thread apart from the writer's, and the requests per
+transaction), and the writer thread's CPU for a transaction of one report on its own,
+then the no-op route 16 at a time with the full stack, for the same comparison in
+process. Each variant takes one user middleware out of the stack
 (``app.user_middleware``; Starlette rebuilds the stack), and a last variant answers the
 route with a no-op endpoint behind the full stack, so the route's own work (judging,
 decoding, the group-commit transaction) is seen beside the layers. Variants run in
@@ -11,7 +15,7 @@ median µs per request of each variant over the rounds, and its difference from 
 stack: the cost of the layer taken out. Timings are wall time on a loaded machine: read
 the ranges over the rounds, not one number.
 
-    python bench/request_layers.py [--requests 400] [--rounds 7]
+    python bench/request_layers.py [--requests 400] [--rounds 7] [--postgres URL]
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import random
 import statistics
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +35,13 @@ from starlette.responses import Response
 from starlette.types import Message
 
 from _common import base_parser, emit, log, sized, start_marker
-from _server import oue16_spec, report_bodies
+from _server import oue16_spec, postgres_database, report_bodies
 from ldp_aggregator.app import create_app
 from ldp_aggregator.collections import create_collection
+from ldp_aggregator.ingest import _prepare
 from ldp_aggregator.settings import Settings
 from ldp_aggregator.storage.migrate import upgrade
+from ldp_aggregator.writer import ReportWriter
 from ldp_shared.rand import seeded_rng
 from ldp_shared.wire.reports import ReportBatch
 
@@ -105,9 +112,11 @@ async def _cpu_us(app: FastAPI, bodies: list[bytes], concurrency: int = 1) -> fl
     return (time.process_time() - started) / len(bodies) * 1e6
 
 
-async def measure(requests: int, rounds: int) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="ldp-layers-") as tmp:
+async def measure(requests: int, rounds: int, postgres: str | None) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="ldp-layers-") as tmp, ExitStack() as stack:
         url = f"sqlite:///{Path(tmp) / 'layers.db'}"
+        if postgres is not None:  # a fresh database of its own, dropped at the end
+            url = stack.enter_context(postgres_database(postgres))
         app = create_app(Settings(database_url=url, migrate_on_startup=False))
         state = app.state.ldp
         upgrade(state.engine)
@@ -118,18 +127,32 @@ async def measure(requests: int, rounds: int) -> dict[str, Any]:
         # the real route, whole stack, 16 requests at a time (as wrk's 16 connections)
         real_bodies = report_bodies(config, requests * (rounds + 1), 1, rng)
         await _cpu_us(app, real_bodies[:requests], 16)  # warm-up: writer thread, caches
-        real = [
-            await _cpu_us(app, real_bodies[(r + 1) * requests : (r + 2) * requests], 16)
-            for r in range(rounds)
-        ]
         reshuffler = getattr(app.state, "ldp_reshuffler", None)
+        writer = None if reshuffler is None else reshuffler.writer
+        real: list[float] = []
+        loop_share: list[float] = []
+        per_commit: list[float] = []
+        for r in range(rounds):
+            loop_before = time.thread_time()
+            commits_before = 0 if writer is None else writer.transactions
+            real.append(
+                await _cpu_us(app, real_bodies[(r + 1) * requests : (r + 2) * requests], 16)
+            )
+            loop_share.append((time.thread_time() - loop_before) / requests * 1e6)
+            if writer is not None:
+                per_commit.append(requests / max(writer.transactions - commits_before, 1))
         if reshuffler is not None:
             reshuffler.stop()
+        # one transaction of one report at a time, on a writer of its own: its CPU
+        alone = _transaction_cpu_us(
+            state, report_bodies(config, requests * (rounds + 1), 1, rng), requests, rounds
+        )
         state.engine.dispose()
     # the layers, around a no-op route with the upload's path and models
     app.add_api_route(TEMPLATE, _noop_endpoint, methods=["POST"])
     app.router.routes.insert(0, app.router.routes.pop())  # matched before the real route
     variants: dict[str, list[Middleware]] = {"full stack": full}
+    noop_16: list[float] = []
     for layer, name in zip(full, layers, strict=True):
         variants[f"without {name}"] = [m for m in full if m is not layer]
     variants["no user middleware"] = []
@@ -144,13 +167,20 @@ async def measure(requests: int, rounds: int) -> dict[str, Any]:
         for name in names:
             _with_stack(app, variants[name])
             samples[name].append(await _cpu_us(app, bodies))
+        _with_stack(app, full)
+        noop_16.append(await _cpu_us(app, bodies, 16))
     base = statistics.median(samples["full stack"])
     out: dict[str, Any] = {"requests_per_variant_round": requests, "rounds": rounds}
+    out["database"] = "sqlite" if postgres is None else "postgresql"
     out["layers_outermost_first"] = layers
-    out["real_route_cpu_us_per_request_16_at_a_time"] = {
-        "median": round(statistics.median(real), 1),
-        "range": [round(min(real), 1), round(max(real), 1)],
-    }
+    out["real_route_cpu_us_per_request_16_at_a_time"] = _spread(real)
+    # of which the event loop's thread (the rest: the writer thread, its transactions)
+    out["real_route_event_loop_thread_cpu_us_per_request"] = _spread(loop_share)
+    out["real_route_requests_per_transaction"] = _spread(per_commit) if per_commit else None
+    out["noop_route_full_stack_cpu_us_per_request_16_at_a_time"] = _spread(noop_16)
+    # the group-commit transaction of one single report, writer thread CPU µs (with
+    # SQLite's log truncation)
+    out["transaction_of_one_report_cpu_us"] = _spread(alone)
     out["noop_route_cpu_us_per_request"] = {
         name: {
             "median": round(statistics.median(values), 1),
@@ -162,16 +192,50 @@ async def measure(requests: int, rounds: int) -> dict[str, Any]:
     return out
 
 
+def _transaction_cpu_us(state: Any, bodies: list[bytes], n: int, rounds: int) -> list[float]:
+    """Thread CPU µs of one writer transaction holding one report (judged beforehand),
+    per round of ``n`` transactions after ``n`` to warm up."""
+    collection = state.collections.cached("ingest")
+    pending = [
+        _prepare(collection, ReportBatch.model_validate_json(body), None)[1] for body in bodies
+    ]
+    writer = ReportWriter(state.engine)
+    try:
+        for one in pending[:n]:
+            writer.write_together([one])
+        out = []
+        for r in range(rounds):
+            started = time.thread_time()
+            for one in pending[(r + 1) * n : (r + 2) * n]:
+                writer.write_together([one])
+            out.append((time.thread_time() - started) / n * 1e6)
+    finally:
+        writer.close()
+    return out
+
+
+def _spread(values: list[float]) -> dict[str, Any]:
+    return {
+        "median": round(statistics.median(values), 1),
+        "range": [round(min(values), 1), round(max(values), 1)],
+    }
+
+
 def main() -> None:
     """Run the measurement and write ``bench/results/request_layers.json``."""
     parser = base_parser(__doc__)
     parser.add_argument("--requests", type=int, default=400, help="per variant and round")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument(
+        "--postgres",
+        default=None,
+        help="a PostgreSQL URL: the real route on a fresh database of that server",
+    )
     args = parser.parse_args()
     log("[request_layers] timing the middleware stack in process")
     requests, rounds = sized((args.requests, args.rounds), (100, 3), (10, 1), args)
     marker = start_marker()
-    result = {**marker, **asyncio.run(measure(requests, rounds))}
+    result = {**marker, **asyncio.run(measure(requests, rounds, args.postgres))}
     emit("request_layers", result, args.quick, args.output)
 
 

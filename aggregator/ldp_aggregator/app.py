@@ -105,9 +105,10 @@ def create_app(
     install_problem_handlers(app)
     document_truthfully(app)
     count_database_errors(app, state.metrics)
+    # reports first: every device's upload is matched against the routes in this order
+    app.include_router(reports.router)
     app.include_router(health.router)
     app.include_router(collections.router)
-    app.include_router(reports.router)
     app.include_router(analyses.router)
     app.include_router(trend_routes.router)
     app.include_router(period_routes.router)

@@ -13,6 +13,10 @@ was taken by an earlier valid report of the same batch (or of a request committe
 the same transaction), so a retried batch counts once. The new reports and the
 statistics they add are written in one transaction, which concurrent requests may share
 (:class:`~ldp_aggregator.writer.ReportWriter`); the answer comes after its commit.
+
+A batch of one report (a device's upload, issue 23) is judged the same way, but step 4
+runs in the writer, for all the single reports of a transaction in one vectorised call
+(:func:`~ldp_aggregator.writer.decode_singles`); the outcomes are the same.
 """
 
 from __future__ import annotations
@@ -65,27 +69,7 @@ def judge_batch(config: CollectionConfig, batch: ReportBatch) -> JudgedBatch:
     """Check every report of ``batch`` against ``config`` (pure: no database)."""
     reports = batch.reports
     expected = config.report_bytes
-    config_hash = config.config_hash
-    reasons: list[str | None] = [None] * len(reports)
-    positions: list[int] = []
-    payloads: list[bytes] = []
-    for position, report in enumerate(reports):
-        if _REPORT_ID.fullmatch(report.id) is None:
-            reasons[position] = REASON_BAD_ID
-            continue
-        if report.config_hash != config_hash:
-            reasons[position] = REASON_OTHER_CONFIG
-            continue
-        try:
-            packed = decode_bits(report.bits)
-        except InvalidReportError:
-            reasons[position] = REASON_NOT_BASE64
-            continue
-        if len(packed) != expected:
-            reasons[position] = f"wrong length: {len(packed)} bytes, expected {expected}"
-            continue
-        positions.append(position)
-        payloads.append(packed)
+    reasons, positions, payloads = _check_fields(config, batch)
 
     matrix = np.frombuffer(b"".join(payloads), dtype=np.uint8).reshape(len(payloads), expected)
     decoded = decode_reports(config, matrix)
@@ -120,6 +104,36 @@ def judge_batch(config: CollectionConfig, batch: ReportBatch) -> JudgedBatch:
         delta=delta,
         batch_duplicates=batch_duplicates,
     )
+
+
+def _check_fields(
+    config: CollectionConfig, batch: ReportBatch
+) -> tuple[list[str | None], list[int], list[bytes]]:
+    """Checks 1 to 3 of the module docstring: the reason of every report that fails one
+    (``None``: passed), and the positions and packed bits of those that pass."""
+    expected = config.report_bytes
+    config_hash = config.config_hash
+    reasons: list[str | None] = [None] * len(batch.reports)
+    positions: list[int] = []
+    payloads: list[bytes] = []
+    for position, report in enumerate(batch.reports):
+        if _REPORT_ID.fullmatch(report.id) is None:
+            reasons[position] = REASON_BAD_ID
+            continue
+        if report.config_hash != config_hash:
+            reasons[position] = REASON_OTHER_CONFIG
+            continue
+        try:
+            packed = decode_bits(report.bits)
+        except InvalidReportError:
+            reasons[position] = REASON_NOT_BASE64
+            continue
+        if len(packed) != expected:
+            reasons[position] = f"wrong length: {len(packed)} bytes, expected {expected}"
+            continue
+        positions.append(position)
+        payloads.append(packed)
+    return reasons, positions, payloads
 
 
 INLINE_BATCH = 64
@@ -166,6 +180,8 @@ async def ingest_batch_async(
     """:func:`ingest_batch` with the app's writer, for a request handler in an event loop:
     it waits for the commit without holding a thread, and answers with the outcomes ready
     to serialise."""
+    if len(batch.reports) == 1:
+        return await _ingest_single(writer, collection, batch)
     if len(batch.reports) <= INLINE_BATCH:
         judged, pending = _prepare(collection, batch, None)
     else:
@@ -174,6 +190,47 @@ async def ingest_batch_async(
         await to_thread.run_sync(check_takes_reports, writer.engine, collection)
         return _result(batch, judged, set())
     return _result(batch, judged, await writer.store_async(pending))
+
+
+async def _ingest_single(
+    writer: ReportWriter, collection: StoredCollection, batch: ReportBatch
+) -> BatchOutcomes:
+    """One report (a device's upload): checks 1 to 3 here, check 4 (decoding) by the
+    writer for every single report of its next transaction in one vectorised call
+    (:func:`~ldp_aggregator.writer.decode_singles`); the same outcomes as
+    :func:`judge_batch` then storing."""
+    config = collection.config
+    report = batch.reports[0]
+    reasons, _, payloads = _check_fields(config, batch)
+    reason = reasons[0]
+    if reason is None:
+        day, period_start = stamp(config.spec.period, None)
+        pending = Pending(
+            collection=collection,
+            ids=[report.id],
+            matrix=np.frombuffer(payloads[0], dtype=np.uint8).reshape(1, -1),
+            delta=None,
+            day=day,
+            period_start=period_start,
+        )
+        stored_before = await writer.store_async(pending)
+        if pending.rejected is None:
+            status = "duplicate" if report.id in stored_before else "accepted"
+            return BatchOutcomes(
+                accepted=int(status == "accepted"),
+                duplicate=int(status == "duplicate"),
+                rejected=0,
+                outcomes=[{"id": report.id, "status": status, "reason": None}],
+            )
+        reason = pending.rejected
+    # answered as if it wrote: 409/404 when it could not have
+    await to_thread.run_sync(check_takes_reports, writer.engine, collection)
+    return BatchOutcomes(
+        accepted=0,
+        duplicate=0,
+        rejected=1,
+        outcomes=[{"id": report.id, "status": "rejected", "reason": reason}],
+    )
 
 
 def _prepare(

@@ -102,18 +102,34 @@ class Metrics:
             registry=r,
         )
         ProcessCollector(registry=r)
+        # the labelled series of the two per-request calls, looked up once (issue 23: a
+        # lookup by labels costs more than the increment)
+        self._request_series: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+        self._report_series: dict[str, tuple[Counter, ...]] = {}
 
     # ------------------------------------------------------------------ observing
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
-        method = method if method in HTTP_METHODS else "other"
-        self._requests.labels(method, route, str(status)).inc()
-        self._latency.labels(method, route).observe(seconds)
+        key = (method, route, status)
+        series = self._request_series.get(key)
+        if series is None:  # the labels are bounded (method, route template, status)
+            label = method if method in HTTP_METHODS else "other"
+            series = (
+                self._requests.labels(label, route, str(status)),
+                self._latency.labels(label, route),
+            )
+            self._request_series[key] = series
+        series[0].inc()
+        series[1].observe(seconds)
 
     def count_reports(self, collection: str, accepted: int, duplicate: int, rejected: int) -> None:
         """One processed upload to ``collection`` (an existing collection's name)."""
-        for status, count in zip(REPORT_STATUSES, (accepted, duplicate, rejected), strict=True):
-            self._reports.labels(collection, status).inc(count)
+        series = self._report_series.get(collection)
+        if series is None:
+            series = tuple(self._reports.labels(collection, status) for status in REPORT_STATUSES)
+            self._report_series[collection] = series
+        for counter, count in zip(series, (accepted, duplicate, rejected), strict=True):
+            counter.inc(count)
         self._batches.inc()
         self._batch_size.observe(accepted + duplicate + rejected)
 

@@ -31,6 +31,12 @@ shard, so that each report counts once. PostgreSQL's insert answers which ids it
 (exact even while another replica stores the same ids). SQLite's only counts them; when
 it falls short (a replay), the transaction is rolled back and written again with the
 stored ids looked up first, which is exact because it holds SQLite's one write lock.
+
+A device's upload holds one report: the request checks its id, config hash and bits and
+leaves decoding to the writer, which decodes the single reports of a group in one
+vectorised call before the transaction (:func:`decode_singles`) and answers one that
+does not decode as rejected, writing nothing of it. The statements every transaction
+runs are compiled once per dialect (:mod:`~ldp_aggregator.storage.driver`; issue 23).
 """
 
 from __future__ import annotations
@@ -65,6 +71,7 @@ from ldp_aggregator.storage.stats import (
     statistics_of,
     sum_stats,
 )
+from ldp_shared.codec import decode_reports
 from ldp_shared.errors import LDPError
 
 logger = logging.getLogger("ldp_aggregator")
@@ -84,16 +91,23 @@ class Pending:
     ``stored_before`` holds the ids that were stored already (or taken by an earlier
     request of the same transaction), or ``error`` why nothing was stored. ``future``
     (with its ``loop``) is settled once done, for a request that waits in an event loop.
+
+    ``delta`` ``None``: one report whose bits passed every check but decoding (a device's
+    single report, :func:`~ldp_aggregator.ingest.ingest_batch_async`); the writer decodes
+    the single reports of a group in one vectorised call before its transaction
+    (:func:`decode_singles`), and answers one that does not decode with ``rejected``
+    (its reason) without writing it.
     """
 
     collection: StoredCollection
     ids: list[str]
     matrix: NDArray[np.uint8]
-    delta: Stats
+    delta: Stats | None
     day: date
     period_start: int
     stored_before: set[str] = field(default_factory=set)
     error: BaseException | None = None
+    rejected: str | None = None
     done: bool = False
     loop: asyncio.AbstractEventLoop | None = None
     future: asyncio.Future[None] | None = None
@@ -121,6 +135,8 @@ class ReportWriter:
         self._closed = False
         self._writing = threading.Lock()  # one transaction or rewrite at a time
         self._wal = WalTruncator(engine)
+        self._periods: set[tuple[int, int]] = set()
+        """(collection id, period start) of the periods whose statistics rows exist."""
 
     def store(self, pending: Pending) -> set[str]:
         """Write ``pending`` in the next transaction; returns its ids that were stored
@@ -143,7 +159,7 @@ class ReportWriter:
         """Write ``pending`` in a transaction of its own, in the calling thread (for a
         caller without an app, such as a script or a test)."""
         with self._writing:
-            self._write([pending])
+            self._write(decode_singles([pending]))
             self._truncate_wal()
         pending.done = True
         return _outcome(pending)
@@ -153,7 +169,7 @@ class ReportWriter:
         batch, ``ldpcollect fold``); each member gets its ``stored_before`` or its
         ``error``, as in :meth:`store`, without raising it."""
         with self._writing:
-            self._write(group)
+            self._write(decode_singles(group))
             self._truncate_wal()
         for pending in group:
             pending.done = True
@@ -209,9 +225,11 @@ class ReportWriter:
                     return
                 group, self._queue = self._queue, []
             try:
+                valid = decode_singles(group)
                 with self._writing:
-                    self._write(group)
-                    self._truncate_wal()
+                    if valid:
+                        self._write(valid)
+                        self._truncate_wal()
             except BaseException as error:  # a bug: answer the group rather than hang it
                 logger.exception("the report writer failed")
                 for pending in group:
@@ -225,6 +243,8 @@ class ReportWriter:
             logger.exception("the write-ahead log was not truncated")
 
     def _write(self, group: list[Pending]) -> None:
+        if not group:
+            return
         try:
             befores = self._commit_retrying(group)
         except Exception as error:
@@ -274,7 +294,9 @@ class ReportWriter:
         with self.engine.begin() as connection:
             for key in sorted(members):  # one lock order for every writer
                 part = [group[k] for k in members[key]]
-                claimed, refusal = _lock(connection, part[0].collection, part[0].period_start)
+                claimed, refusal = _lock(
+                    connection, part[0].collection, part[0].period_start, self._periods
+                )
                 if refusal is not None or claimed is None:
                     for pending in part:
                         pending.error = refusal or gone(pending.collection)
@@ -290,6 +312,27 @@ class ReportWriter:
         return befores
 
 
+def decode_singles(group: list[Pending]) -> list[Pending]:
+    """Decode the undecoded single reports of ``group`` (``delta`` ``None``), one call per
+    collection config for all of them; the members left to write, in order. A report
+    that does not decode gets its reason in ``rejected`` and is not written."""
+    singles: dict[str, list[Pending]] = defaultdict(list)
+    for pending in group:
+        if pending.delta is None:
+            if len(pending.ids) != 1:
+                raise ValueError("only a single report may be left undecoded")
+            singles[pending.collection.config.config_hash].append(pending)
+    if not singles:
+        return group
+    for members in singles.values():
+        config = members[0].collection.config
+        decoded = decode_reports(config, np.concatenate([p.matrix for p in members]))
+        for pending, valid, reason in zip(members, decoded.valid, decoded.reasons, strict=True):
+            if not valid:
+                pending.rejected = reason or "not a report of this collection"
+    return [pending for pending in group if pending.rejected is None]
+
+
 def _settle(futures: list[asyncio.Future[None]]) -> None:
     for future in futures:
         if not future.done():  # a cancelled request no longer waits
@@ -303,12 +346,18 @@ def _outcome(pending: Pending) -> set[str]:
 
 
 def _lock(
-    connection: Connection, collection: StoredCollection, period_start: int
+    connection: Connection,
+    collection: StoredCollection,
+    period_start: int,
+    periods: set[tuple[int, int]],
 ) -> tuple[ClaimedShard | None, LDPError | None]:
     """Lock ``collection`` against closing and deleting and claim a statistics shard of
     the period ``period_start``, in
     the order the engine needs (SQLite: a write first, see
-    :func:`~ldp_aggregator.storage.stats.claim_shard`); and why nothing may be written."""
+    :func:`~ldp_aggregator.storage.stats.claim_shard`); and why nothing may be written.
+    ``periods`` are the periods whose rows this writer found already: PostgreSQL's
+    :func:`~ldp_aggregator.storage.stats.prepare_period` is skipped for them (rows
+    deleted since, by retention, are created by the claim itself)."""
     config = collection.config
     lengths = (config.stats_length, config.float_stats_length)
     if connection.dialect.name == "sqlite":
@@ -316,11 +365,21 @@ def _lock(
         if claimed is None:
             return None, gone(collection)
         return claimed, refusal_to_write(connection, collection)
-    prepare_period(connection, collection.id, period_start)  # before any lock, see there
+    key = (collection.id, period_start)
+    if key not in periods:
+        prepare_period(connection, collection.id, period_start)  # before any lock, see there
     refusal = refusal_to_write(connection, collection)
     if refusal is not None:
         return None, refusal
-    return claim_shard(connection, collection.id, period_start, *lengths), None
+    claimed = claim_shard(connection, collection.id, period_start, *lengths)
+    if claimed is not None:
+        if len(periods) >= _PERIODS_KEPT:
+            periods.clear()
+        periods.add(key)
+    return claimed, None
+
+
+_PERIODS_KEPT = 4096
 
 
 def _store_collection(
@@ -345,17 +404,21 @@ def _store_collection(
     stored = _insert(connection, collection.id, rows, part[0].period_start)
     befores: list[set[str]] = []
     deltas: list[Stats] = []
+    to_decode: list[NDArray[np.uint8]] = []  # valid rows whose statistics are not known
     for pending, fresh in zip(part, candidates, strict=True):
         if stored is not None:  # some ids were stored by another transaction meanwhile
             fresh = [k for k in fresh if pending.ids[k] in stored]
         written = {pending.ids[k] for k in fresh}
         befores.append({report_id for report_id in pending.ids if report_id not in written})
-        if len(fresh) == len(pending.ids):
+        if len(fresh) == len(pending.ids) and pending.delta is not None:
             deltas.append(pending.delta)
         elif fresh:
-            deltas.append(statistics_of(collection.config, pending.matrix[fresh]))
+            to_decode.append(pending.matrix[fresh])
+    if to_decode:  # one vectorised call for all of them
+        deltas.append(statistics_of(collection.config, np.concatenate(to_decode)))
     if deltas:
-        add_to_shard(connection, collection.id, claimed, sum_stats(deltas))
+        total = deltas[0] if len(deltas) == 1 else sum_stats(deltas)
+        add_to_shard(connection, collection.id, claimed, total)
     return befores, sum(delta.n_reports for delta in deltas)
 
 

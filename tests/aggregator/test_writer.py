@@ -59,6 +59,34 @@ def hold_first_transaction(monkeypatch: pytest.MonkeyPatch) -> Gate:
     return gate
 
 
+def uploads_behind_a_held_transaction(
+    writer: ReportWriter, collection: StoredCollection, gate: Gate, batches: list[ReportBatch]
+) -> list[BatchOutcomes]:
+    """Upload ``batches[0]`` from a thread and hold its transaction, queue the others from
+    an event loop behind it (the upload route's way), then let it go; their answers."""
+    first = threading.Thread(
+        target=ingest_batch,
+        args=(writer.engine, collection, batches[0]),
+        kwargs={"writer": writer},
+    )
+    first.start()
+    assert gate.entered.wait(DEADLINE_SECONDS)
+
+    async def the_others() -> list[BatchOutcomes]:
+        waiting = [
+            asyncio.create_task(ingest_batch_async(writer, collection, batch))
+            for batch in batches[1:]
+        ]
+        while writer.queued < len(waiting):
+            await asyncio.sleep(0.005)
+        gate.open.set()
+        return await asyncio.gather(*waiting)
+
+    answers = asyncio.run(the_others())
+    first.join(DEADLINE_SECONDS)
+    return answers
+
+
 def run_grouped(
     writer: ReportWriter,
     jobs: list[tuple[StoredCollection, list[dict[str, str]]]],
@@ -117,29 +145,8 @@ def test_requests_waiting_in_an_event_loop_share_the_next_transaction(
     writer = ReportWriter(store)
     gate = hold_first_transaction(monkeypatch)
 
-    def batch(items: list[dict[str, str]]) -> ReportBatch:
-        return ReportBatch.model_validate({"reports": items})
-
-    first = threading.Thread(
-        target=ingest_batch,
-        args=(store, store_survey, batch(requests[0])),
-        kwargs={"writer": writer},
-    )
-    first.start()
-    assert gate.entered.wait(DEADLINE_SECONDS)
-
-    async def the_others() -> list[BatchOutcomes]:
-        waiting = [
-            asyncio.create_task(ingest_batch_async(writer, store_survey, batch(items)))
-            for items in requests[1:]
-        ]
-        while writer.queued < len(waiting):
-            await asyncio.sleep(0.005)
-        gate.open.set()
-        return await asyncio.gather(*waiting)
-
-    answers = asyncio.run(the_others())
-    first.join(DEADLINE_SECONDS)
+    batches = [ReportBatch.model_validate({"reports": items}) for items in requests]
+    answers = uploads_behind_a_held_transaction(writer, store_survey, gate, batches)
     writer.close()
     assert [a.accepted for a in answers] == [len(items) for items in requests[1:]]
     assert writer.transactions == 2

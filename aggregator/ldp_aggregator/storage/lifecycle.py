@@ -21,10 +21,12 @@ holds the database's one write lock.
 from __future__ import annotations
 
 from datetime import date
+from functools import lru_cache
 
-from sqlalchemy import Connection, Engine, delete, func, select, update
+from sqlalchemy import Connection, Dialect, Engine, bindparam, delete, func, select, update
 
 from ldp_aggregator.storage.collections import StoredCollection, utc_today
+from ldp_aggregator.storage.driver import DriverStatement, compile_for
 from ldp_aggregator.storage.tables import collection_stats, collections
 from ldp_shared.errors import CollectionClosedError, CollectionNotFoundError, LDPError
 from ldp_shared.wire.lifecycle import CollectionStatus
@@ -66,18 +68,36 @@ def refusal_to_write(
     """Why no report may be written to ``collection`` now (``None``: they may). With
     ``lock``, PostgreSQL keeps the collection's row ``FOR SHARE`` until the transaction
     ends, so that it cannot be closed or deleted meanwhile (on SQLite the writer took the
-    database's write lock first, see :func:`~ldp_aggregator.storage.stats.claim_shard`)."""
+    database's write lock first, see :func:`~ldp_aggregator.storage.stats.claim_shard`).
+    Every ingest transaction asks this, so the query is compiled once per dialect
+    (:mod:`~ldp_aggregator.storage.driver`)."""
+    row = _refusal_query(connection.dialect, lock).run(connection, {"cid": collection.id})
+    found = row.one_or_none()
+    if found is None or found.config_hash != collection.config.config_hash:
+        return gone(collection)
+    if found.closed_day is not None:
+        return _closed(collection, _closed_day(connection.dialect, found.closed_day))
+    return None
+
+
+@lru_cache(maxsize=16)
+def _refusal_query(dialect: Dialect, lock: bool) -> DriverStatement:
     query = select(collections.c.config_hash, collections.c.closed_day).where(
-        collections.c.id == collection.id
+        collections.c.id == bindparam("cid")
     )
     if lock:
         query = query.with_for_update(read=True)
-    row = connection.execute(query).one_or_none()
-    if row is None or row.config_hash != collection.config.config_hash:
-        return gone(collection)
-    if row.closed_day is not None:
-        return _closed(collection, row.closed_day)
-    return None
+    return compile_for(query, dialect)
+
+
+def _closed_day(dialect: Dialect, stored: object) -> date:
+    """The stored ``closed_day`` as a date (SQLite keeps it as text)."""
+    if isinstance(stored, date):
+        return stored
+    processor = collections.c.closed_day.type.dialect_impl(dialect).result_processor(dialect, None)
+    value = processor(stored) if processor is not None else stored
+    assert isinstance(value, date)
+    return value
 
 
 def check_takes_reports(engine: Engine, collection: StoredCollection) -> None:

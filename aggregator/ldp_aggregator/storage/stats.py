@@ -15,15 +15,17 @@ existed).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from sqlalchemy import Connection, select, text, update
+from sqlalchemy import Connection, Dialect, bindparam, select, text, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError, OperationalError
 
+from ldp_aggregator.storage.driver import DriverStatement, compile_for
 from ldp_aggregator.storage.tables import collection_stats, collections
 from ldp_shared.codec import DecodedBatch, decode_reports
 from ldp_shared.collection import CollectionConfig
@@ -180,27 +182,24 @@ def claim_shard(
     the database's write lock before the transaction reads anything (a transaction that
     read first could not write after another connection committed).
     """
-    of_period = (
-        collection_stats.c.collection_id == collection_id,
-        collection_stats.c.period_start == period_start,
-    )
+    statements = _shard_statements(connection.dialect)
+    key = {"cid": collection_id, "period": period_start}
     sqlite = connection.dialect.name == "sqlite"
     if sqlite:
-        row = _lock_shard_0(connection, of_period)
+        row = _lock_shard_0(connection, statements, key)
     else:
-        first = select(*_COLUMNS).where(*of_period).order_by(collection_stats.c.shard).limit(1)
-        row = connection.execute(first.with_for_update(skip_locked=True)).one_or_none()
+        row = statements.first_free.run(connection, key).one_or_none()
     if row is None:
         if not _exists(connection, collection_id):
             return None
         if sqlite:  # the one writer: inside this transaction
             _create_period(connection, collection_id, period_start, 1)
-            row = _lock_shard_0(connection, of_period)
+            row = _lock_shard_0(connection, statements, key)
         else:
             _create_period_apart(connection, collection_id, period_start)
-            row = connection.execute(first.with_for_update(skip_locked=True)).one_or_none()
+            row = statements.first_free.run(connection, key).one_or_none()
             if row is None:  # every shard is held: wait for shard 0
-                row = connection.execute(first.with_for_update()).one_or_none()
+                row = statements.first_waiting.run(connection, key).one_or_none()
     if row is None:
         return None
     return ClaimedShard(
@@ -210,17 +209,57 @@ def claim_shard(
     )
 
 
-def _lock_shard_0(connection: Connection, of_period: tuple[Any, ...]) -> Any:
+@dataclass(frozen=True)
+class _ShardStatements:
+    """The statements of :func:`claim_shard` and :func:`add_to_shard` for one dialect,
+    compiled once (:mod:`~ldp_aggregator.storage.driver`); parameters ``cid`` and
+    ``period``, the write also ``at_shard``, ``new_n``, ``new_sums`` and ``new_floats``."""
+
+    lock_shard_0: DriverStatement  # a no-op write of shard 0, RETURNING it where it can
+    read_shard_0: DriverStatement
+    first_free: DriverStatement  # PostgreSQL: the first shard nobody holds
+    first_waiting: DriverStatement  # PostgreSQL: shard 0, waiting for it
+    write: DriverStatement
+
+
+@lru_cache(maxsize=8)
+def _shard_statements(dialect: Dialect) -> _ShardStatements:
+    of_period = (
+        collection_stats.c.collection_id == bindparam("cid"),
+        collection_stats.c.period_start == bindparam("period"),
+    )
     lock = (
         update(collection_stats)
         .where(*of_period, collection_stats.c.shard == 0)
         .values(n_reports=collection_stats.c.n_reports)
     )
-    if connection.dialect.update_returning:  # SQLite 3.35 and newer: one statement
-        return connection.execute(lock.returning(*_COLUMNS)).one_or_none()
-    connection.execute(lock)
+    if dialect.update_returning:  # SQLite 3.35 and newer: one statement
+        lock = lock.returning(*_COLUMNS)
+    first = select(*_COLUMNS).where(*of_period).order_by(collection_stats.c.shard).limit(1)
+    write = (
+        update(collection_stats)
+        .where(*of_period, collection_stats.c.shard == bindparam("at_shard"))
+        .values(
+            n_reports=bindparam("new_n"),
+            sums=bindparam("new_sums"),
+            float_sums=bindparam("new_floats"),
+        )
+    )
     shard_0 = select(*_COLUMNS).where(*of_period, collection_stats.c.shard == 0)
-    return connection.execute(shard_0).one_or_none()
+    return _ShardStatements(
+        lock_shard_0=compile_for(lock, dialect),
+        read_shard_0=compile_for(shard_0, dialect),
+        first_free=compile_for(first.with_for_update(skip_locked=True), dialect),
+        first_waiting=compile_for(first.with_for_update(), dialect),
+        write=compile_for(write, dialect),
+    )
+
+
+def _lock_shard_0(connection: Connection, statements: _ShardStatements, key: dict[str, int]) -> Any:
+    locked = statements.lock_shard_0.run(connection, key)
+    if connection.dialect.update_returning:
+        return locked.one_or_none()
+    return statements.read_shard_0.run(connection, key).one_or_none()
 
 
 def _exists(connection: Connection, collection_id: int) -> bool:
@@ -329,16 +368,14 @@ def add_to_shard(
 ) -> None:
     """Write the claimed shard plus ``delta`` (this transaction holds its lock)."""
     current = claimed.stats
-    connection.execute(
-        update(collection_stats)
-        .where(
-            collection_stats.c.collection_id == collection_id,
-            collection_stats.c.period_start == claimed.period_start,
-            collection_stats.c.shard == claimed.shard,
-        )
-        .values(
-            n_reports=current.n_reports + delta.n_reports,
-            sums=encode_sums(current.sums + delta.sums),
-            float_sums=encode_floats(current.floats + delta.floats),
-        )
+    _shard_statements(connection.dialect).write.run(
+        connection,
+        {
+            "cid": collection_id,
+            "period": claimed.period_start,
+            "at_shard": claimed.shard,
+            "new_n": current.n_reports + delta.n_reports,
+            "new_sums": encode_sums(current.sums + delta.sums),
+            "new_floats": encode_floats(current.floats + delta.floats),
+        },
     )
