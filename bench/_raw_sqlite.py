@@ -43,7 +43,8 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from ldp_aggregator.storage.collections import insert_collection
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import upgrade
-from ldp_aggregator.storage.stats import empty_stats_rows, encode_sums
+from ldp_aggregator.storage.stats import empty_stats_rows
+from ldp_aggregator.storage.stats_codec import encode_sums
 from ldp_aggregator.storage.tables import collection_stats, reports
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.periods import stamp

@@ -59,14 +59,8 @@ from ldp_aggregator.storage.at_rest import WalTruncator
 from ldp_aggregator.storage.collections import insert_collection, utc_today
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import upgrade
-from ldp_aggregator.storage.stats import (
-    STATS_SHARDS,
-    add_to_shard,
-    claim_shard,
-    decode_sums,
-    delta_of,
-    encode_sums,
-)
+from ldp_aggregator.storage.stats import STATS_SHARDS, add_to_shard, claim_shard, delta_of
+from ldp_aggregator.storage.stats_codec import decode_sums, encode_sums
 from ldp_aggregator.writer import Pending, ReportWriter
 from ldp_client import LDPClient
 from ldp_shared.codec import Privatizer, decode_reports

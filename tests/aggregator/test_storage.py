@@ -18,11 +18,6 @@ from ldp_aggregator.release import current_stats
 from ldp_aggregator.storage.collections import load_collection
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import current_revision, head_revision, upgrade
-from ldp_aggregator.storage.stats import (
-    CorruptStatisticsError,
-    decode_sums,
-    encode_sums,
-)
 from ldp_aggregator.storage.tables import collection_stats, metadata, reports
 from ldp_shared.errors import InsufficientReportsError
 from ldp_shared.periods import parse_window, period_label, stamp
@@ -93,15 +88,6 @@ def test_in_memory_sqlite_shares_one_connection() -> None:
     upgrade(engine)
     assert "reports" in inspect(engine).get_table_names()
     engine.dispose()
-
-
-def test_sums_round_trip_little_endian() -> None:
-    sums = np.array([0, 1, -2, 2**40], dtype=np.int64)
-    blob = encode_sums(sums)
-    assert blob[:16] == bytes(8) + b"\x01" + bytes(7)
-    assert np.array_equal(decode_sums(blob, 4), sums)
-    with pytest.raises(CorruptStatisticsError):
-        decode_sums(blob, 5)
 
 
 DATA = Path(__file__).parent / "data"

@@ -27,13 +27,12 @@ from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.lifecycle import gone, lock_collection
 from ldp_aggregator.storage.retention import FOLDED
-from ldp_aggregator.storage.stats import (
-    Stats,
+from ldp_aggregator.storage.stats import Stats, sum_stats
+from ldp_aggregator.storage.stats_codec import (
     decode_floats,
     decode_sums,
     encode_floats,
     encode_sums,
-    sum_stats,
 )
 from ldp_aggregator.storage.tables import collection_stats, reports
 from ldp_shared.errors import InvalidQueryError

@@ -6,10 +6,10 @@ of its periods. A period has up to :data:`STATS_SHARDS` rows, summed when read: 
 adds to one shard, so that writers on several replicas need not queue for one row. Rows
 are created when a period's first report is written; an empty vector stands for zeros.
 
-The int64 blocks are kept as one little-endian int64 array of ``config.stats_length``
-values (``sums``), the float64 blocks as one little-endian float64 array of
-``config.float_stats_length`` values (``float_sums``; NULL in rows written before it
-existed).
+The int64 blocks are kept as one array of ``config.stats_length`` values (``sums``), in
+the narrowest little-endian integer width that holds them, the float64 blocks as one
+little-endian float64 array of ``config.float_stats_length`` values (``float_sums``;
+NULL in rows written before it existed): :mod:`~ldp_aggregator.storage.stats_codec`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,12 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from ldp_aggregator.storage.driver import DriverStatement, compile_for
+from ldp_aggregator.storage.stats_codec import (
+    decode_floats,
+    decode_sums,
+    encode_floats,
+    encode_sums,
+)
 from ldp_aggregator.storage.tables import collection_stats, collections
 from ldp_shared.codec import DecodedBatch, decode_reports
 from ldp_shared.collection import CollectionConfig
@@ -38,12 +44,8 @@ __all__ = [
     "Stats",
     "add_to_shard",
     "claim_shard",
-    "decode_floats",
-    "decode_sums",
     "delta_of",
     "empty_stats_rows",
-    "encode_floats",
-    "encode_sums",
     "no_stats",
     "prepare_period",
     "read_period_stats",
@@ -51,9 +53,6 @@ __all__ = [
     "statistics_of",
     "sum_stats",
 ]
-
-SUMS_DTYPE = np.dtype("<i8")
-FLOATS_DTYPE = np.dtype("<f8")
 
 
 @dataclass(frozen=True)
@@ -89,40 +88,6 @@ def sum_stats(parts: list[Stats]) -> Stats:
         sums=np.sum([part.sums for part in parts], axis=0, dtype=np.int64),
         floats=np.sum([part.floats for part in parts], axis=0, dtype=np.float64),
     )
-
-
-def encode_sums(sums: NDArray[np.int64]) -> bytes:
-    """The stored form of the sums: little-endian int64."""
-    return np.ascontiguousarray(sums, dtype=SUMS_DTYPE).tobytes()
-
-
-def decode_sums(blob: bytes, length: int) -> NDArray[np.int64]:
-    """Inverse of :func:`encode_sums` (an empty blob is all zero), checking the length."""
-    if not blob:
-        return np.zeros(length, dtype=np.int64)
-    if len(blob) != length * SUMS_DTYPE.itemsize:
-        raise CorruptStatisticsError(
-            f"statistics hold {len(blob)} bytes, expected {length * SUMS_DTYPE.itemsize}"
-        )
-    return np.frombuffer(blob, dtype=SUMS_DTYPE).astype(np.int64)
-
-
-def encode_floats(floats: NDArray[np.float64]) -> bytes:
-    """The stored form of the float sums: little-endian float64."""
-    return np.ascontiguousarray(floats, dtype=FLOATS_DTYPE).tobytes()
-
-
-def decode_floats(blob: bytes | None, length: int) -> NDArray[np.float64]:
-    """Inverse of :func:`encode_floats` (``None``, from a row older than the column, and
-    an empty blob are all zero), checking the length."""
-    data = b"" if blob is None else bytes(blob)
-    if not data:
-        return np.zeros(length, dtype=np.float64)
-    if len(data) != length * FLOATS_DTYPE.itemsize:
-        raise CorruptStatisticsError(
-            f"float statistics hold {len(data)} bytes, expected {length * FLOATS_DTYPE.itemsize}"
-        )
-    return np.frombuffer(data, dtype=FLOATS_DTYPE).astype(np.float64)
 
 
 STATS_SHARDS = 8
