@@ -44,7 +44,7 @@ from ldp_aggregator.storage.collections import insert_collection
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import upgrade
 from ldp_aggregator.storage.stats import empty_stats_rows
-from ldp_aggregator.storage.stats_codec import encode_sums
+from ldp_aggregator.storage.stats_codec import decode_sums, encode_sums
 from ldp_aggregator.storage.tables import collection_stats, reports
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.periods import stamp
@@ -162,7 +162,7 @@ def raw_sqlite_loop(
                     n, sums, floats = db.execute(
                         read_sql, tuple(found[name] for name in read_names)
                     ).fetchone()
-                    new_sums = (np.frombuffer(sums, dtype="<i8") + delta).tobytes()
+                    new_sums = encode_sums(decode_sums(sums, delta.size) + delta)
                     put = {**write_literals, "cid": collection.id, "period": period}
                     put["n"] = n + size
                     put.update(sums=new_sums, floats=floats)
