@@ -12,16 +12,15 @@ See ``docs/training-jobs.md``.
 from __future__ import annotations
 
 import functools
-import json
 import secrets
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, select
 
 from ldp_aggregator.collections import refused_as_configuration
 from ldp_aggregator.storage import training as store
 from ldp_aggregator.storage.collections import StoredCollection
-from ldp_aggregator.storage.jobs import JobRow, insert_job, read_job, update_job
+from ldp_aggregator.storage.jobs import JobRow, insert_job, jobs, read_job, update_job
 from ldp_shared.analyses.logistic.planning import default_bound, plan_training, smoothness
 from ldp_shared.analyses.logistic.training import TrainingPlan, plan_of
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError, NotFoundError
@@ -172,14 +171,18 @@ def create_job(engine: Engine, collection: StoredCollection, spec: TrainingSpec)
         insert_job(connection, job_id, collection.id, TRAINING, complete.model_dump_json())
         update_job(connection, job_id, status="running", progress=progress_text(complete, 0))
         store.insert_rounds(connection, job_id, complete.layout.dimension)
-    return read_training_job(engine, collection, job_id)
+    return read_training_job(engine, collection, job_id, new=True)
 
 
-def read_training_job(engine: Engine, collection: StoredCollection, job_id: str) -> TrainingJob:
-    """The job as it stands; :class:`NotFoundError` if the collection has no such job."""
+def read_training_job(
+    engine: Engine, collection: StoredCollection, job_id: str, *, new: bool = False
+) -> TrainingJob:
+    """The job as it stands; :class:`NotFoundError` if the collection has no such job.
+    ``new``: just created, no round has closed (its curve is not read)."""
     with engine.connect() as connection:
         row = job_row(connection, collection, job_id)
         state = store.read_round(connection, job_id)
+        curve = [] if new else store.read_curve(connection, job_id)
     assert state is not None  # created with the job, deleted with it
     mechanisms = mechanisms_of(row.request_json)
     return TrainingJob(
@@ -192,7 +195,7 @@ def read_training_job(engine: Engine, collection: StoredCollection, job_id: str)
         round=state.round,
         received=state.gradient_received + state.loss_received,
         weights=state.weights.tolist(),
-        curve=[RoundLog.model_validate(log) for log in json.loads(state.curve_json)],
+        curve=[RoundLog.model_validate_json(log) for log in curve],
         created_unix=row.created_unix,
         updated_unix=row.updated_unix,
         error=JobError.model_validate_json(row.error_json) if row.error_json else None,
@@ -225,6 +228,54 @@ def job_row(connection: Connection, collection: StoredCollection, job_id: str) -
     return row
 
 
+@dataclass(frozen=True)
+class _Known:
+    collection_id: int
+    mechanisms: JobMechanisms
+    layout_json: bytes
+
+
+_SPECS: dict[str, _Known] = {}
+"""Training jobs' collection ids, mechanisms and layouts (JSON) by job id: what a
+device's request needs of the job, read once per job and process (a job's collection
+and spec never change)."""
+
+_SPECS_KEPT = 256
+
+
+def _known(connection: Connection, collection: StoredCollection, job_id: str) -> _Known:
+    found = _SPECS.get(job_id)
+    if found is None:
+        row = job_row(connection, collection, job_id)
+        mechanisms = mechanisms_of(row.request_json)
+        layout = mechanisms.spec.layout.model_dump_json().encode("utf-8")
+        found = _Known(row.collection_id, mechanisms, layout)
+        if len(_SPECS) >= _SPECS_KEPT:
+            _SPECS.pop(next(iter(_SPECS)), None)
+        _SPECS[job_id] = found
+    if found.collection_id != collection.id:
+        raise NotFoundError(f"collection {collection.name!r} has no training job {job_id!r}")
+    return found
+
+
+def device_job(connection: Connection, collection: StoredCollection, job_id: str) -> JobMechanisms:
+    """The job's mechanisms, for a device's request (its status is told by its round:
+    a finished job's round is its last + 1). :class:`NotFoundError` as :func:`job_row`."""
+    return _known(connection, collection, job_id).mechanisms
+
+
+def job_layout_json(engine: Engine, collection: StoredCollection, job_id: str) -> bytes:
+    """:func:`job_layout` as JSON: the job's row is looked up each time (a deleted job has
+    no layout), its spec parsed and serialised once per job and process."""
+    with engine.connect() as connection:
+        found = connection.execute(
+            select(jobs.c.collection_id).where(jobs.c.id == job_id, jobs.c.kind == TRAINING)
+        ).first()
+        if found is None or int(found[0]) != collection.id:
+            raise NotFoundError(f"collection {collection.name!r} has no training job {job_id!r}")
+        return _known(connection, collection, job_id).layout_json
+
+
 def progress_text(spec: TrainingSpec, round_: int) -> str:
     return f"round {round_} of {spec.rounds}" if round_ < (spec.rounds or 0) else "finished"
 
@@ -234,7 +285,9 @@ __all__ = [
     "JobMechanisms",
     "complete_spec",
     "create_job",
+    "device_job",
     "job_layout",
+    "job_layout_json",
     "job_row",
     "mechanisms_of",
     "progress_text",

@@ -23,8 +23,9 @@ from sqlalchemy import Connection
 
 from ldp_aggregator.storage import training as store
 from ldp_aggregator.storage.collections import StoredCollection
-from ldp_aggregator.storage.jobs import JobRow, update_job
+from ldp_aggregator.storage.jobs import update_job
 from ldp_aggregator.storage.participations import drop_job_tokens
+from ldp_aggregator.storage.training import RoundCounts
 from ldp_aggregator.training import JobMechanisms, progress_text
 from ldp_shared.analyses.logistic.training import (
     close_round,
@@ -48,38 +49,43 @@ def _answers(
 
 def close_if_full(
     connection: Connection,
-    row: JobRow,
+    job_id: str,
     mechanisms: JobMechanisms,
     collection: StoredCollection,
+    counts: RoundCounts,
 ) -> bool:
-    """Close the open round if every place is taken; whether it did."""
-    state = store.read_round(connection, row.id)
-    assert state is not None
+    """Close the open round if every place is taken (``counts``: the round's counts in
+    this transaction, after its last report); whether it did. Its cost is that of the
+    round's reports: the curve so far is neither read nor rewritten, except by the last
+    round's close, which releases the model with it."""
     places = mechanisms.places
-    if state.gradient_received < places["gradient"] or state.loss_received < places["loss"]:
+    if counts.gradient_received < places["gradient"] or counts.loss_received < places["loss"]:
         return False
-    reports = store.round_reports(connection, row.id, state.round)
+    state = store.read_round(connection, job_id)
+    assert state is not None and state.round == counts.round
+    reports = store.round_reports(connection, job_id, state.round)
     gradient = estimate_gradient(
         mechanisms.gradient, _answers(mechanisms.gradient, reports["gradient"])
     )
     loss = (math.nan, math.nan)
     if mechanisms.loss is not None:
         loss = estimate_loss(mechanisms.loss, _answers(mechanisms.loss, reports["loss"]))
-    counts = (len(reports["gradient"]), len(reports["loss"]))
+    kept = (len(reports["gradient"]), len(reports["loss"]))
     plan = mechanisms.plan
     weights, weight_sum, log = close_round(
-        plan, state.round, state.weights, state.weight_sum, gradient, loss, counts
+        plan, state.round, state.weights, state.weight_sum, gradient, loss, kept
     )
-    curve = json.loads(state.curve_json)
-    curve.append(_round_log(log).model_dump())
-    store.advance_round(connection, row.id, state.round, weights, weight_sum, json.dumps(curve))
+    store.append_curve(connection, job_id, state.round, _round_log(log).model_dump_json())
+    store.advance_round(connection, job_id, state.round, weights, weight_sum)
     spec = mechanisms.spec
     if state.round + 1 < plan.rounds:
-        update_job(connection, row.id, progress=progress_text(spec, state.round + 1))
+        update_job(connection, job_id, progress=progress_text(spec, state.round + 1))
         return True
-    model = _model(row, spec, mechanisms, collection, released_weights(plan, weight_sum), curve)
-    update_job(connection, row.id, status="done", progress="finished", result_json=model)
-    drop_job_tokens(connection, row.id)
+    curve = [json.loads(entry) for entry in store.read_curve(connection, job_id)]
+    weights = released_weights(plan, weight_sum)
+    model = _model(job_id, spec, mechanisms, collection, weights, curve)
+    update_job(connection, job_id, status="done", progress="finished", result_json=model)
+    drop_job_tokens(connection, job_id)
     return True
 
 
@@ -92,7 +98,7 @@ def _round_log(log: object) -> RoundLog:
 
 
 def _model(
-    row: JobRow,
+    job_id: str,
     spec: TrainingSpec,
     mechanisms: JobMechanisms,
     collection: StoredCollection,
@@ -102,7 +108,7 @@ def _model(
     names = spec.layout.coordinate_names()
     w = [float(v) for v in weights]
     model = TrainedModel(
-        job=row.id,
+        job=job_id,
         collection=collection.name,
         layout=spec.layout,
         coordinates=names,

@@ -3,8 +3,9 @@ the round that closes at its first ``round_size`` reports.
 
 A device asks for a place (:func:`issue_participation`) and answers once
 (:func:`accept_report`). While the round's places are held by devices that answer, a
-further ask waits (429); once a place has lapsed unanswered, tokens are issued beyond
-the places, so a client that takes places and never reports cannot stall the job
+further ask waits for the round to close (:func:`wait_for_place`; 429 if it does not
+within :data:`PLACE_WAIT_SECONDS`); once a place has lapsed unanswered, tokens are
+issued beyond the places, so a client that takes places and never reports cannot stall the job
 (place-squatting). The report that fills a round's last place closes it in the same
 transaction (:func:`ldp_aggregator.training_close.close_if_full`). Nothing runs in the
 background, so a job survives a restart, and replicas sharing one PostgreSQL database
@@ -17,22 +18,27 @@ See ``docs/training-jobs.md``.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import math
 import secrets
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
-from sqlalchemy import Connection, Engine, update
+from sqlalchemy import Connection, Engine
+from starlette.concurrency import run_in_threadpool
 
 from ldp_aggregator.storage import participations as tokens
 from ldp_aggregator.storage import training as store
 from ldp_aggregator.storage.at_rest import truncate_wal
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.lifecycle import refusal_to_write
-from ldp_aggregator.training import JobMechanisms, job_row, mechanisms_of, progress_text
+from ldp_aggregator.storage.training import RoundCounts
+from ldp_aggregator.training import JobMechanisms, device_job, progress_text
 from ldp_aggregator.training_close import close_if_full
 from ldp_shared.errors import (
     AlreadyParticipatedError,
@@ -52,10 +58,80 @@ logger = logging.getLogger("ldp_aggregator")
 
 
 RETRY_SECONDS = 1
-"""``Retry-After`` when every place of the open round is held: a held place is normally
-answered within a device's round trip, which closes the round and opens the next, so a
-device asks again soon; the detail also states the longest wait (:func:`held_place_wait`),
-for a place whose device never answers."""
+"""``Retry-After`` when every place of the open round is still held after the request
+waited :data:`PLACE_WAIT_SECONDS` for the round to close: a held place is normally
+answered within a device's round trip, which closes the round and opens the next; the
+detail also states the longest wait (:func:`held_place_wait`), for a place whose device
+never answers."""
+
+PLACE_WAIT_SECONDS = 5.0
+"""How long a request for a place waits, while every place of the open round is held,
+for the round to close (:func:`wait_for_place`) before it is answered 429: at a round
+boundary an honest device is given a place of the next round as soon as it opens,
+without a second's ``Retry-After``."""
+
+POLL_SECONDS = 0.25
+"""While it waits, a request asks again at least this often: a round closed by another
+replica, or a place freed when its hold ended, wakes no request of this process."""
+
+
+class RoundSignals:
+    """Wakes this process's requests waiting for a place once a job's round closes.
+
+    :meth:`wait` returns when :meth:`notify` was called for the job since ``seen``
+    (:meth:`generation`, read before the request looked for a place) or after
+    ``timeout`` seconds. ``notify`` is called from a worker thread, the waiters wait on
+    the event loop.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._generation: dict[str, int] = {}
+        self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
+
+    def generation(self, job_id: str) -> int:
+        with self._lock:
+            return self._generation.get(job_id, 0)
+
+    def notify(self, job_id: str, *, finished: bool = False) -> None:
+        """Round closed (``finished``: the job's last; its entry is dropped)."""
+        with self._lock:
+            if finished:
+                self._generation.pop(job_id, None)
+            else:
+                self._generation[job_id] = self._generation.get(job_id, 0) + 1
+            waiters = self._waiters.pop(job_id, [])
+        for loop, future in waiters:
+            loop.call_soon_threadsafe(_wake, future)
+
+    async def wait(self, job_id: str, seen: int, timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        entry = (loop, future)
+        with self._lock:
+            if self._generation.get(job_id, 0) != seen:
+                return
+            self._waiters.setdefault(job_id, []).append(entry)
+        try:
+            await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            pass
+        finally:
+            with self._lock:
+                waiting = self._waiters.get(job_id)
+                if waiting is not None and entry in waiting:
+                    waiting.remove(entry)
+                    if not waiting:
+                        del self._waiters[job_id]
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+round_signals = RoundSignals()
+"""This process's signals (module state: a job's id is random, so apps never share one)."""
 
 
 def held_place_wait(first_held_until: int | None, now: int) -> int:
@@ -77,51 +153,83 @@ def _refuse_if_closed(connection: Connection, collection: StoredCollection) -> N
         raise refusal
 
 
-def _lock(connection: Connection, job_id: str) -> None:
+def _lock(connection: Connection, collection: StoredCollection, job_id: str) -> RoundCounts:
     """Take the job's round row for this transaction (PostgreSQL: its row lock; SQLite:
-    the write lock), before anything is read: transactions of one job run one at a time."""
-    touched = store.training_rounds.c.round
-    connection.execute(
-        update(store.training_rounds)
-        .where(store.training_rounds.c.job_id == job_id)
-        .values(round=touched)
-    )
+    the write lock), before anything is read: transactions of one job run one at a time.
+    The open round's counts; :class:`NotFoundError` for a job without a round row."""
+    state = store.lock_round(connection, job_id)
+    if state is None:
+        raise NotFoundError(f"collection {collection.name!r} has no training job {job_id!r}")
+    return state
 
 
 # ---------------------------------------------------------------------- devices
 
+_SHARED_KEPT = 64
+_shared: dict[tuple[str, int], bytes] = {}
+"""The JSON of what every place of a round shares (its weights, layout, mechanisms), by
+job and round: written once per round, not per place. A round's weights never change
+once it is open, so the entry holds for as long as it is kept."""
 
-def issue_participation(
+
+def _shared_json(
+    connection: Connection,
+    collection: StoredCollection,
+    job_id: str,
+    round_: int,
+    mechanisms: JobMechanisms,
+) -> bytes:
+    key = (job_id, round_)
+    found = _shared.get(key)
+    if found is not None:
+        return found
+    state = store.read_round(connection, job_id)
+    assert state is not None and state.round == round_  # the round row is locked
+    whole = Participation(
+        job=job_id,
+        collection=collection.name,
+        token="x" * 43,
+        round=round_,
+        role="gradient",
+        weights=state.weights.tolist(),
+        layout=mechanisms.spec.layout,
+        gradient=mechanisms.gradient_config(),
+        loss=mechanisms.loss_config(),
+        epsilon=mechanisms.epsilon,
+        delta=mechanisms.gradient.delta,
+        expires_unix=0,
+    )
+    text = whole.model_dump_json(exclude={"token", "role", "expires_unix"}).encode("utf-8")
+    if len(_shared) >= _SHARED_KEPT:
+        _shared.pop(next(iter(_shared)), None)
+    _shared[key] = text
+    return text
+
+
+def _participation_json(shared: bytes, token: str, role: str, held_until: int) -> bytes:
+    """A place's JSON: its own fields, then those the round's places share."""
+    own = f'{{"token":"{token}","role":"{role}","expires_unix":{held_until},'
+    return own.encode("ascii") + shared[1:]
+
+
+def issue_participation_json(
     engine: Engine,
     collection: StoredCollection,
     job_id: str,
     *,
     overissue: bool = True,
     randbelow: Callable[[int], int] = secrets.randbelow,
-) -> Participation:
-    """A place in the open round, its role drawn among the free places; or, while every
-    place is held and one has lapsed unanswered (:func:`tokens.places_lapsed`), an
-    over-issued token (``overissue``; docs/training-jobs.md, "Place-squatting").
-
-    Raises :class:`RoundClosedError` when the job has finished, and
-    :class:`RateLimitedError` (with ``Retry-After``) while every place of the round is
-    held and none has lapsed. A place is held for ``participation_seconds`` rounded up to
-    whole seconds, its end then rounded up to a multiple of that (:func:`tokens.hold_end`):
-    the token's row keeps no finer time of when it was issued. The round closes at its
-    first ``round_size`` reports, whichever tokens they come on. Roles are drawn with
-    ``randbelow`` (the CSPRNG unless a test injects a seeded source).
-    """
+) -> bytes:
+    """:func:`issue_participation`, as the JSON of the :class:`Participation` the route
+    answers (the round's shared part serialised once per round)."""
     token = secrets.token_urlsafe(32)
     with engine.begin() as connection:
-        _lock(connection, job_id)
-        row = job_row(connection, collection, job_id)
+        state = _lock(connection, collection, job_id)
+        mechanisms = device_job(connection, collection, job_id)
         _refuse_if_closed(connection, collection)
-        if row.status != "running":
+        if state.round >= mechanisms.plan.rounds:
             raise RoundClosedError(f"training job {job_id!r} has finished; it takes no reports")
-        mechanisms = mechanisms_of(row.request_json)
         spec = mechanisms.spec
-        state = store.read_round(connection, job_id)
-        assert state is not None
         now = int(time.time())
         pending = tokens.pending_tokens(connection, job_id, state.round, now)
         received = {"gradient": state.gradient_received, "loss": state.loss_received}
@@ -153,20 +261,57 @@ def issue_participation(
                 f" is freed in {wait} s at the latest",
                 retry_after=RETRY_SECONDS,
             )
-    return Participation(
-        job=job_id,
-        collection=collection.name,
-        token=token,
-        round=state.round,
-        role=role,
-        weights=state.weights.tolist(),
-        layout=spec.layout,
-        gradient=mechanisms.gradient_config(),
-        loss=mechanisms.loss_config(),
-        epsilon=mechanisms.epsilon,
-        delta=mechanisms.gradient.delta,
-        expires_unix=held_until,
+        shared = _shared_json(connection, collection, job_id, state.round, mechanisms)
+    return _participation_json(shared, token, role, held_until)
+
+
+def issue_participation(
+    engine: Engine,
+    collection: StoredCollection,
+    job_id: str,
+    *,
+    overissue: bool = True,
+    randbelow: Callable[[int], int] = secrets.randbelow,
+) -> Participation:
+    """A place in the open round, its role drawn among the free places; or, while every
+    place is held and one has lapsed unanswered (:func:`tokens.places_lapsed`), an
+    over-issued token (``overissue``; docs/training-jobs.md, "Place-squatting").
+
+    Raises :class:`RoundClosedError` when the job has finished, and
+    :class:`RateLimitedError` (with ``Retry-After``) while every place of the round is
+    held and none has lapsed (the route first waits for the round to close:
+    :func:`wait_for_place`). A place is held for ``participation_seconds`` rounded up to
+    whole seconds, its end then rounded up to a multiple of that (:func:`tokens.hold_end`):
+    the token's row keeps no finer time of when it was issued. The round closes at its
+    first ``round_size`` reports, whichever tokens they come on. Roles are drawn with
+    ``randbelow`` (the CSPRNG unless a test injects a seeded source).
+    """
+    body = issue_participation_json(
+        engine, collection, job_id, overissue=overissue, randbelow=randbelow
     )
+    return Participation.model_validate_json(body)
+
+
+async def wait_for_place(
+    issue: Callable[[], bytes], job_id: str, *, wait_seconds: float | None = None
+) -> bytes:
+    """``issue()`` (:func:`issue_participation_json` for ``job_id``) in a worker thread;
+    while every place is held (its :class:`RateLimitedError`), called again when the
+    job's round closes in this process (:data:`round_signals`), at least every
+    :data:`POLL_SECONDS`, for up to ``wait_seconds`` (:data:`PLACE_WAIT_SECONDS`); then
+    the 429 is raised. No worker thread is held while it waits.
+    """
+    budget = PLACE_WAIT_SECONDS if wait_seconds is None else wait_seconds
+    deadline = time.monotonic() + budget
+    while True:
+        seen = round_signals.generation(job_id)
+        try:
+            return await run_in_threadpool(issue)
+        except RateLimitedError:  # the only one it raises: every place is held
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+        await round_signals.wait(job_id, seen, min(left, POLL_SECONDS))
 
 
 def _draw_role(free: dict[str, int], total: int, randbelow: Callable[[int], int]) -> str:
@@ -185,19 +330,16 @@ def accept_report(
     round's last place. Nothing is stored when any check fails."""
     payload = decode_bits(body.report)
     with engine.begin() as connection:
-        _lock(connection, job_id)
-        row = job_row(connection, collection, job_id)
+        state = _lock(connection, collection, job_id)
+        mechanisms = device_job(connection, collection, job_id)
         _refuse_if_closed(connection, collection)
-        if row.status != "running":  # its tokens are gone: a late report learns why
+        if state.round >= mechanisms.plan.rounds:  # its tokens are gone: say why
             raise RoundClosedError(f"training job {job_id!r} has finished; the report was not kept")
-        mechanisms = mechanisms_of(row.request_json)
         used = tokens.use_token(connection, job_id, _hash(token))
         if used is None:
             raise NotFoundError(f"training job {job_id!r} issued no such participation")
         if used.used:
             raise AlreadyParticipatedError("this participation has sent its report already")
-        state = store.read_round(connection, job_id)
-        assert state is not None
         if used.round != state.round:
             now = progress_text(mechanisms.spec, state.round)
             raise RoundClosedError(
@@ -210,8 +352,14 @@ def accept_report(
         ):
             raise RoundClosedError(f"round {used.round} has no free place for this report")
         store.insert_report(connection, job_id, used.round, used.role, payload)
-        closed = close_if_full(connection, row, mechanisms, collection)
+        counts = replace(
+            state,
+            gradient_received=state.gradient_received + (used.role == "gradient"),
+            loss_received=state.loss_received + (used.role == "loss"),
+        )
+        closed = close_if_full(connection, job_id, mechanisms, collection, counts)
     if closed:
+        round_signals.notify(job_id, finished=state.round + 1 >= mechanisms.plan.rounds)
         _forget_order(engine)
     return ParticipationResult(
         job=job_id,
@@ -249,4 +397,14 @@ def _check_report(mechanisms: JobMechanisms, role: str, payload: bytes) -> None:
         )
 
 
-__all__ = ["RETRY_SECONDS", "accept_report", "held_place_wait", "issue_participation"]
+__all__ = [
+    "PLACE_WAIT_SECONDS",
+    "RETRY_SECONDS",
+    "RoundSignals",
+    "accept_report",
+    "held_place_wait",
+    "issue_participation",
+    "issue_participation_json",
+    "round_signals",
+    "wait_for_place",
+]

@@ -24,6 +24,7 @@ from tests.aggregator.training_helpers import (
     take_part,
 )
 
+from ldp_aggregator import training_rounds
 from ldp_aggregator.storage.jobs import jobs
 from ldp_aggregator.storage.training import training_reports, training_tokens
 from ldp_shared.analyses.logistic.planning import plan_training
@@ -31,6 +32,12 @@ from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.rand import seeded_rng
 from ldp_shared.wire.reports import encode_bits
 from ldp_shared.wire.training import TrainedModel, TrainingJob
+
+
+@pytest.fixture(autouse=True)
+def _short_place_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request for a place at a full round waits 0.2 s here, not 5 s, before its 429."""
+    monkeypatch.setattr(training_rounds, "PLACE_WAIT_SECONDS", 0.2)
 
 
 @pytest.fixture

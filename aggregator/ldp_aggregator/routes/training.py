@@ -3,9 +3,11 @@ upload limits). See ``docs/training-jobs.md``."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Request, Response, status
+from starlette.concurrency import run_in_threadpool
 
 from ldp_aggregator import training, training_rounds
 from ldp_aggregator.auth import require_analyst
@@ -15,6 +17,7 @@ from ldp_aggregator.problems import problem_responses
 from ldp_aggregator.result_downloads import CSV_RESPONSE, FormatParam, answer, filename
 from ldp_aggregator.routes.page_params import Page
 from ldp_aggregator.storage.collections import StoredCollection
+from ldp_shared.errors import NotFoundError
 from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.wire.itemsets import check_job_id
 from ldp_shared.wire.lists import JobList
@@ -27,6 +30,8 @@ from ldp_shared.wire.training import (
     TrainingJob,
     TrainingSpec,
 )
+
+T = TypeVar("T")
 
 router = APIRouter(prefix="/v1/collections", tags=["training"])
 
@@ -45,13 +50,29 @@ JobId = Annotated[str, Depends(_job_id)]
 
 def _admit_device(state: AppState, name: str, request: Request) -> StoredCollection:
     """The collection, after the upload limits let one more device request through."""
-    collection = state.collections.get(name)
+    collection = state.collections.cached(name)
     address = request.client.host if request.client is not None else None
     refusal = state.upload_limits.admit(collection.name, 1, address)
     if refusal is not None:
         state.metrics.count_rate_limited(collection.name, refusal.limit, 1)
         raise refusal.error()
     return collection
+
+
+def _on_current(
+    state: AppState, name: str, collection: StoredCollection, call: Callable[[StoredCollection], T]
+) -> T:
+    """``call(collection)``, the collection as this process cached it; if the job or the
+    collection is not found, once more with the collection as stored now (it may have
+    been deleted and created again since it was cached). Nothing is stored by a call
+    that fails."""
+    try:
+        return call(collection)
+    except NotFoundError:
+        current = state.collections.get(name)
+        if current is collection:
+            raise
+        return call(current)
 
 
 @router.post(
@@ -121,12 +142,23 @@ def training_model(
     response_model=FeatureLayout,
     responses=problem_responses(404),
 )
-def training_layout(name: str, job_id: JobId, request: Request) -> FeatureLayout:
+async def training_layout(name: str, job_id: JobId, request: Request) -> Response:
     """The job's feature layout (public, like a collection's config): a device checks its
     record against it before it asks for a place, so a record that cannot be encoded
     never holds one."""
     state = app_state(request)
-    return training.job_layout(state.engine, state.collections.get(name), job_id)
+
+    def read() -> bytes:
+        collection = state.collections.cached(name)
+        return _on_current(
+            state,
+            name,
+            collection,
+            lambda current: training.job_layout_json(state.engine, current, job_id),
+        )
+
+    body = await run_in_threadpool(read)
+    return Response(body, media_type="application/json")
 
 
 @router.post(
@@ -135,19 +167,33 @@ def training_layout(name: str, job_id: JobId, request: Request) -> FeatureLayout
     status_code=status.HTTP_201_CREATED,
     responses=problem_responses(404, 409, 429),
 )
-def participate(name: str, job_id: JobId, request: Request) -> Participation:
+async def participate(name: str, job_id: JobId, request: Request) -> Response:
     """A place in the open round for one device: the weights, its role and a single-use
-    token. 429 with ``Retry-After`` while every place is held and none has lapsed (then
-    tokens are issued beyond the places); 409 once the job is done."""
+    token. While every place is held, the request waits up to 5 s for the round to close
+    and is then given a place of the next; 429 with ``Retry-After`` if every place is
+    still held and none has lapsed (then tokens are issued beyond the places); 409 once
+    the job is done."""
     state = app_state(request)
-    collection = _admit_device(state, name, request)
-    return training_rounds.issue_participation(
-        state.engine,
-        collection,
-        job_id,
-        overissue=state.settings.training_overissue,
-        randbelow=state.randbelow,
-    )
+    admitted: list[StoredCollection] = []
+
+    def issue() -> bytes:
+        if not admitted:  # the upload limits count the request once, not each ask
+            admitted.append(_admit_device(state, name, request))
+        return _on_current(
+            state,
+            name,
+            admitted[0],
+            lambda collection: training_rounds.issue_participation_json(
+                state.engine,
+                collection,
+                job_id,
+                overissue=state.settings.training_overissue,
+                randbelow=state.randbelow,
+            ),
+        )
+
+    body = await training_rounds.wait_for_place(issue, job_id)
+    return Response(body, status_code=status.HTTP_201_CREATED, media_type="application/json")
 
 
 @router.put(
@@ -167,4 +213,9 @@ def send_participation_report(
     then."""
     state = app_state(request)
     collection = _admit_device(state, name, request)
-    return training_rounds.accept_report(state.engine, collection, job_id, token, body)
+    return _on_current(
+        state,
+        name,
+        collection,
+        lambda current: training_rounds.accept_report(state.engine, current, job_id, token, body),
+    )

@@ -9,9 +9,25 @@ What a token row holds and why it holds no finer time is in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, select, update
+from sqlalchemy import (
+    ClauseElement,
+    ColumnElement,
+    Connection,
+    CursorResult,
+    Dialect,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 
+from ldp_aggregator.storage.driver import DriverStatement, compile_for
 from ldp_aggregator.storage.training import training_tokens
 
 SPARE = 2
@@ -28,21 +44,47 @@ def hold_end(now: int, hold: int) -> int:
     return -(-(now + hold) // hold) * hold
 
 
+def _statements() -> dict[str, ClauseElement]:
+    t = training_tokens.c
+    key = and_(t.job_id == bindparam("job"), t.token_hash == bindparam("hash"))
+    held = [t.job_id == bindparam("job"), t.round == bindparam("rnd"), t.used == 0]
+    return {
+        "insert": insert(training_tokens).values(
+            job_id=bindparam("job"),
+            token_hash=bindparam("hash"),
+            round=bindparam("rnd"),
+            role=bindparam("role"),
+            used=0,
+            held_until=bindparam("until"),
+        ),
+        "pending": select(t.role, func.count().label("n"))
+        .where(*held, t.held_until >= bindparam("now"))
+        .group_by(t.role),
+        # used once: the guarded update flips an unused token (a place or a spare)
+        "use": update(training_tokens)
+        .where(key, t.used != 1)
+        .values(used=1, held_until=None)
+        .returning(t.round, t.role),
+        "find": select(t.round, t.role).where(key),
+    }
+
+
+@lru_cache(maxsize=16)
+def _compiled(dialect: Dialect) -> dict[str, DriverStatement]:
+    return {name: compile_for(query, dialect) for name, query in _statements().items()}
+
+
+def _run(connection: Connection, name: str, values: dict[str, object]) -> CursorResult[Any]:
+    return _compiled(connection.dialect)[name].run(connection, values)
+
+
 def insert_token(
     connection: Connection, job_id: str, token_hash: bytes, round_: int, role: str, held_until: int
 ) -> None:
     """Store an issued token's hash, holding its place until ``held_until``
     (:func:`hold_end`)."""
-    connection.execute(
-        insert(training_tokens).values(
-            job_id=job_id,
-            token_hash=token_hash,
-            round=round_,
-            role=role,
-            used=0,
-            held_until=held_until,
-        )
-    )
+    values = {"job": job_id, "hash": token_hash, "rnd": round_, "role": role}
+    _run(connection, "insert", {**values, "until": held_until})
 
 
 def insert_spare(
@@ -81,12 +123,8 @@ def _held(job_id: str, round_: int, now: int) -> list[ColumnElement[bool]]:
 
 def pending_tokens(connection: Connection, job_id: str, round_: int, now: int) -> dict[str, int]:
     """Unused tokens of ``round_`` still holding their place at second ``now``, per role."""
-    rows = connection.execute(
-        select(training_tokens.c.role, func.count())
-        .where(*_held(job_id, round_, now))
-        .group_by(training_tokens.c.role)
-    ).all()
-    return {str(role): int(count) for role, count in rows}
+    rows = _run(connection, "pending", {"job": job_id, "rnd": round_, "now": now}).all()
+    return {str(row.role): int(row.n) for row in rows}
 
 
 def first_held_until(connection: Connection, job_id: str, round_: int, now: int) -> int | None:
@@ -109,23 +147,16 @@ def use_token(connection: Connection, job_id: str, token_hash: bytes) -> TokenRo
     """Mark the token used and drop its time (the row now shares the report's transaction:
     it must not hold when the place was issued); what it was before (``used`` true: it had
     been used already), or ``None`` for a token this job never issued. The update is
-    guarded (on the ``used`` it read): of two transactions using one token, one flips it.
-    A spare (:data:`SPARE`) is used like a place."""
-    key = and_(training_tokens.c.job_id == job_id, training_tokens.c.token_hash == token_hash)
-    row = connection.execute(
-        select(training_tokens.c.round, training_tokens.c.role, training_tokens.c.used).where(key)
-    ).one_or_none()
-    if row is None:
+    guarded (``used`` not 1): of two transactions using one token, one flips it. A spare
+    (:data:`SPARE`) is used like a place."""
+    values: dict[str, object] = {"job": job_id, "hash": token_hash}
+    flipped = _run(connection, "use", values).one_or_none()
+    if flipped is not None:
+        return TokenRow(int(flipped.round), str(flipped.role), False)
+    found = _run(connection, "find", values).one_or_none()
+    if found is None:
         return None
-    if row.used != 1:
-        flipped = connection.execute(
-            update(training_tokens)
-            .where(key, training_tokens.c.used == row.used)
-            .values(used=1, held_until=None)
-        )
-        if flipped.rowcount != 1:  # another transaction used it first
-            return TokenRow(int(row.round), str(row.role), True)
-    return TokenRow(int(row.round), str(row.role), row.used == 1)
+    return TokenRow(int(found.round), str(found.role), True)
 
 
 def drop_job_tokens(connection: Connection, job_id: str) -> None:

@@ -4,8 +4,9 @@ A training job is a row of the ``jobs`` table (kind ``training``; its spec in
 ``request_json``, its model in ``result_json`` when done) plus:
 
 * ``training_rounds``: one row per job, the open round, the reports it has received per
-  role, the weights it is computed at, the running sum of the tail's iterates and the
-  curve so far. Every report's transaction updates this row with a guarded increment, so
+  role, the weights it is computed at and the running sum of the tail's iterates (its
+  ``curve_json`` is no longer written: ``[]``; the curve is ``training_curve``). Every
+  report's transaction updates this row with a guarded increment, so
   replicas sharing one database serialise on it (PostgreSQL's row lock, SQLite's write
   lock) and a round never takes more reports than its places.
 * ``training_tokens`` (its functions: :mod:`ldp_aggregator.storage.participations`):
@@ -22,34 +23,47 @@ A training job is a row of the ``jobs`` table (kind ``training``; its spec in
 * ``training_reports``: the open round's perturbed reports, under random ids on a
   ``WITHOUT ROWID`` table (no arrival order on SQLite). They are deleted in the
   transaction that closes their round.
+* ``training_curve``: one row per closed round, its log (JSON). A round's close adds its
+  row; nothing a request or a close writes grows with the rounds already run.
 
 Migration 0005 creates these tables; 0009 replaced the tokens' ``issued_unix`` (the
-issuing second) with ``held_until``.
+issuing second) with ``held_until``; 0011 moved the curve out of ``training_rounds``
+(whose row every request of the job updates) into ``training_curve`` and indexed the
+tokens by round (the open round's tokens are found without reading the earlier ones).
 """
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from sqlalchemy import (
     BigInteger,
+    ClauseElement,
     Column,
     Connection,
+    CursorResult,
+    Dialect,
     ForeignKey,
+    Index,
     Integer,
     LargeBinary,
     PrimaryKeyConstraint,
     String,
     Table,
     Text,
+    bindparam,
     delete,
     insert,
     select,
     update,
 )
 
+from ldp_aggregator.storage.driver import DriverStatement, compile_for
 from ldp_aggregator.storage.tables import metadata
 from ldp_shared.kernel import FloatArray
 
@@ -75,7 +89,17 @@ training_tokens = Table(
     Column("used", Integer, nullable=False),
     Column("held_until", BigInteger, nullable=True),
     PrimaryKeyConstraint("job_id", "token_hash"),
+    Index("ix_training_tokens_round", "job_id", "round"),
     sqlite_with_rowid=False,
+)
+
+training_curve = Table(
+    "training_curve",
+    metadata,
+    Column("job_id", String(32), ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("round", Integer, nullable=False),
+    Column("log_json", Text, nullable=False),
+    PrimaryKeyConstraint("job_id", "round"),
 )
 
 training_reports = Table(
@@ -103,15 +127,20 @@ def from_blob(blob: bytes) -> FloatArray:
 
 
 @dataclass(frozen=True)
-class RoundRow:
-    """A job's open round."""
+class RoundCounts:
+    """A job's open round and the reports it has received per role."""
 
     round: int
     gradient_received: int
     loss_received: int
+
+
+@dataclass(frozen=True)
+class RoundRow(RoundCounts):
+    """A job's open round with its weights."""
+
     weights: FloatArray
     weight_sum: FloatArray
-    curve_json: str
 
 
 def insert_rounds(connection: Connection, job_id: str, dimension: int) -> None:
@@ -130,10 +159,90 @@ def insert_rounds(connection: Connection, job_id: str, dimension: int) -> None:
     )
 
 
-def read_round(connection: Connection, job_id: str) -> RoundRow | None:
-    """The job's open round, or ``None`` for a job that has none."""
+# ------------------------------------------------------------------ a device's requests
+# The statements every device's request runs, compiled once per dialect and run on the
+# driver (:mod:`ldp_aggregator.storage.driver`): SQLAlchemy's per-execution work on
+# them cost more CPU than the database's.
+
+
+def _lock_statement() -> ClauseElement:
+    t = training_rounds.c
+    return (
+        update(training_rounds)
+        .where(t.job_id == bindparam("job"))
+        .values(round=t.round)
+        .returning(t.round, t.gradient_received, t.loss_received)
+    )
+
+
+def _claim_statement(role: str) -> ClauseElement:
+    t = training_rounds.c
+    column = t.gradient_received if role == "gradient" else t.loss_received
+    return (
+        update(training_rounds)
+        .where(t.job_id == bindparam("job"), t.round == bindparam("rnd"), column < bindparam("n"))
+        .values({column: column + 1})
+    )
+
+
+def _insert_report_statement() -> ClauseElement:
+    return insert(training_reports).values(
+        job_id=bindparam("job"),
+        report_id=bindparam("rid"),
+        round=bindparam("rnd"),
+        role=bindparam("role"),
+        payload=bindparam("payload"),
+    )
+
+
+_STATEMENTS: dict[str, Callable[[], ClauseElement]] = {
+    "lock": _lock_statement,
+    "claim-gradient": lambda: _claim_statement("gradient"),
+    "claim-loss": lambda: _claim_statement("loss"),
+    "insert-report": _insert_report_statement,
+}
+
+
+@lru_cache(maxsize=64)
+def _compiled(dialect: Dialect, name: str) -> DriverStatement:
+    return compile_for(_STATEMENTS[name](), dialect)
+
+
+def run_statement(
+    connection: Connection, name: str, values: dict[str, object]
+) -> CursorResult[Any]:
+    """Run the hot statement ``name`` (of this module's or a caller's registry)."""
+    return _compiled(connection.dialect, name).run(connection, values)
+
+
+def lock_round(connection: Connection, job_id: str) -> RoundCounts | None:
+    """Take the job's round row for this transaction (PostgreSQL: its row lock; SQLite:
+    the write lock) and read its open round's counts; ``None`` for a job without one."""
+    row = run_statement(connection, "lock", {"job": job_id}).one_or_none()
+    if row is None:
+        return None
+    return RoundCounts(int(row.round), int(row.gradient_received), int(row.loss_received))
+
+
+def read_counts(connection: Connection, job_id: str) -> RoundCounts | None:
+    """The job's open round and its counts (no weights), or ``None`` for a job that has
+    none."""
+    t = training_rounds.c
     row = connection.execute(
-        select(training_rounds).where(training_rounds.c.job_id == job_id)
+        select(t.round, t.gradient_received, t.loss_received).where(t.job_id == job_id)
+    ).one_or_none()
+    if row is None:
+        return None
+    return RoundCounts(int(row.round), int(row.gradient_received), int(row.loss_received))
+
+
+def read_round(connection: Connection, job_id: str) -> RoundRow | None:
+    """The job's open round with its weights, or ``None`` for a job that has none."""
+    t = training_rounds.c
+    row = connection.execute(
+        select(t.round, t.gradient_received, t.loss_received, t.weights, t.weight_sum).where(
+            t.job_id == job_id
+        )
     ).one_or_none()
     if row is None:
         return None
@@ -143,27 +252,29 @@ def read_round(connection: Connection, job_id: str) -> RoundRow | None:
         loss_received=int(row.loss_received),
         weights=from_blob(row.weights),
         weight_sum=from_blob(row.weight_sum),
-        curve_json=str(row.curve_json),
     )
+
+
+def append_curve(connection: Connection, job_id: str, round_: int, log_json: str) -> None:
+    """Keep the log of the closed round ``round_``."""
+    connection.execute(
+        insert(training_curve).values(job_id=job_id, round=round_, log_json=log_json)
+    )
+
+
+def read_curve(connection: Connection, job_id: str) -> list[str]:
+    """The logs of the job's closed rounds (JSON), in round order."""
+    t = training_curve.c
+    rows = connection.execute(
+        select(t.log_json).where(t.job_id == job_id).order_by(t.round)
+    ).scalars()
+    return [str(log) for log in rows]
 
 
 def claim_place(connection: Connection, job_id: str, round_: int, role: str, places: int) -> bool:
     """Count one more report of ``role`` in ``round_`` if that round is open and has a free
     place; whether it did. The guarded update takes the row's lock until commit."""
-    column = (
-        training_rounds.c.gradient_received
-        if role == "gradient"
-        else training_rounds.c.loss_received
-    )
-    result = connection.execute(
-        update(training_rounds)
-        .where(
-            training_rounds.c.job_id == job_id,
-            training_rounds.c.round == round_,
-            column < places,
-        )
-        .values({column: column + 1})
-    )
+    result = run_statement(connection, f"claim-{role}", {"job": job_id, "rnd": round_, "n": places})
     return result.rowcount == 1
 
 
@@ -173,7 +284,6 @@ def advance_round(
     closed: int,
     weights: FloatArray,
     weight_sum: FloatArray,
-    curve_json: str,
 ) -> None:
     """Open round ``closed + 1`` at ``weights`` and drop round ``closed``'s reports."""
     connection.execute(
@@ -185,7 +295,6 @@ def advance_round(
             loss_received=0,
             weights=to_blob(weights),
             weight_sum=to_blob(weight_sum),
-            curve_json=curve_json,
         )
     )
     connection.execute(
@@ -206,15 +315,14 @@ def insert_report(
     connection: Connection, job_id: str, round_: int, role: str, payload: bytes
 ) -> None:
     """Keep one report of the open round (under a random id)."""
-    connection.execute(
-        insert(training_reports).values(
-            job_id=job_id,
-            report_id=secrets.token_bytes(16),
-            round=round_,
-            role=role,
-            payload=payload,
-        )
-    )
+    values = {
+        "job": job_id,
+        "rid": secrets.token_bytes(16),
+        "rnd": round_,
+        "role": role,
+        "payload": payload,
+    }
+    run_statement(connection, "insert-report", values)
 
 
 def round_reports(connection: Connection, job_id: str, round_: int) -> dict[str, list[bytes]]:
