@@ -3,8 +3,9 @@ the round that closes at its first ``round_size`` reports.
 
 A device asks for a place (:func:`issue_participation`) and answers once
 (:func:`accept_report`). While the round's places are held by devices that answer, a
-further ask waits for the round to close (:func:`wait_for_place`; 429 if it does not
-within :data:`PLACE_WAIT_SECONDS`); once a place has lapsed unanswered, tokens are
+further ask waits for the round to close
+(:func:`~ldp_aggregator.training_place_wait.wait_for_place`; 429 if it does not within
+five seconds); once a place has lapsed unanswered, tokens are
 issued beyond the places, so a client that takes places and never reports cannot stall the job
 (place-squatting). The report that fills a round's last place closes it in the same
 transaction (:func:`ldp_aggregator.training_close.close_if_full`). Nothing runs in the
@@ -18,19 +19,16 @@ See ``docs/training-jobs.md``.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import math
 import secrets
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
 from sqlalchemy import Connection, Engine
-from starlette.concurrency import run_in_threadpool
 
 from ldp_aggregator.storage import participations as tokens
 from ldp_aggregator.storage import training as store
@@ -40,6 +38,7 @@ from ldp_aggregator.storage.lifecycle import refusal_to_write
 from ldp_aggregator.storage.training import RoundCounts
 from ldp_aggregator.training import JobMechanisms, device_job, progress_text
 from ldp_aggregator.training_close import close_if_full
+from ldp_aggregator.training_place_wait import round_signals
 from ldp_shared.errors import (
     AlreadyParticipatedError,
     InvalidReportError,
@@ -59,79 +58,11 @@ logger = logging.getLogger("ldp_aggregator")
 
 RETRY_SECONDS = 1
 """``Retry-After`` when every place of the open round is still held after the request
-waited :data:`PLACE_WAIT_SECONDS` for the round to close: a held place is normally
+waited :data:`~ldp_aggregator.training_place_wait.PLACE_WAIT_SECONDS` for the round to
+close: a held place is normally
 answered within a device's round trip, which closes the round and opens the next; the
 detail also states the longest wait (:func:`held_place_wait`), for a place whose device
 never answers."""
-
-PLACE_WAIT_SECONDS = 5.0
-"""How long a request for a place waits, while every place of the open round is held,
-for the round to close (:func:`wait_for_place`) before it is answered 429: at a round
-boundary an honest device is given a place of the next round as soon as it opens,
-without a second's ``Retry-After``."""
-
-POLL_SECONDS = 0.25
-"""While it waits, a request asks again at least this often: a round closed by another
-replica, or a place freed when its hold ended, wakes no request of this process."""
-
-
-class RoundSignals:
-    """Wakes this process's requests waiting for a place once a job's round closes.
-
-    :meth:`wait` returns when :meth:`notify` was called for the job since ``seen``
-    (:meth:`generation`, read before the request looked for a place) or after
-    ``timeout`` seconds. ``notify`` is called from a worker thread, the waiters wait on
-    the event loop.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._generation: dict[str, int] = {}
-        self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
-
-    def generation(self, job_id: str) -> int:
-        with self._lock:
-            return self._generation.get(job_id, 0)
-
-    def notify(self, job_id: str, *, finished: bool = False) -> None:
-        """Round closed (``finished``: the job's last; its entry is dropped)."""
-        with self._lock:
-            if finished:
-                self._generation.pop(job_id, None)
-            else:
-                self._generation[job_id] = self._generation.get(job_id, 0) + 1
-            waiters = self._waiters.pop(job_id, [])
-        for loop, future in waiters:
-            loop.call_soon_threadsafe(_wake, future)
-
-    async def wait(self, job_id: str, seen: int, timeout: float) -> None:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-        entry = (loop, future)
-        with self._lock:
-            if self._generation.get(job_id, 0) != seen:
-                return
-            self._waiters.setdefault(job_id, []).append(entry)
-        try:
-            await asyncio.wait_for(future, timeout)
-        except TimeoutError:
-            pass
-        finally:
-            with self._lock:
-                waiting = self._waiters.get(job_id)
-                if waiting is not None and entry in waiting:
-                    waiting.remove(entry)
-                    if not waiting:
-                        del self._waiters[job_id]
-
-
-def _wake(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
-round_signals = RoundSignals()
-"""This process's signals (module state: a job's id is random, so apps never share one)."""
 
 
 def held_place_wait(first_held_until: int | None, now: int) -> int:
@@ -292,28 +223,6 @@ def issue_participation(
     return Participation.model_validate_json(body)
 
 
-async def wait_for_place(
-    issue: Callable[[], bytes], job_id: str, *, wait_seconds: float | None = None
-) -> bytes:
-    """``issue()`` (:func:`issue_participation_json` for ``job_id``) in a worker thread;
-    while every place is held (its :class:`RateLimitedError`), called again when the
-    job's round closes in this process (:data:`round_signals`), at least every
-    :data:`POLL_SECONDS`, for up to ``wait_seconds`` (:data:`PLACE_WAIT_SECONDS`); then
-    the 429 is raised. No worker thread is held while it waits.
-    """
-    budget = PLACE_WAIT_SECONDS if wait_seconds is None else wait_seconds
-    deadline = time.monotonic() + budget
-    while True:
-        seen = round_signals.generation(job_id)
-        try:
-            return await run_in_threadpool(issue)
-        except RateLimitedError:  # the only one it raises: every place is held
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise
-        await round_signals.wait(job_id, seen, min(left, POLL_SECONDS))
-
-
 def _draw_role(free: dict[str, int], total: int, randbelow: Callable[[int], int]) -> str:
     """``gradient`` or ``loss``, in proportion to the free (positive) counts."""
     return "gradient" if randbelow(total) < max(0, free["gradient"]) else "loss"
@@ -398,13 +307,9 @@ def _check_report(mechanisms: JobMechanisms, role: str, payload: bytes) -> None:
 
 
 __all__ = [
-    "PLACE_WAIT_SECONDS",
     "RETRY_SECONDS",
-    "RoundSignals",
     "accept_report",
     "held_place_wait",
     "issue_participation",
     "issue_participation_json",
-    "round_signals",
-    "wait_for_place",
 ]

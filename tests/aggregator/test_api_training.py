@@ -24,7 +24,7 @@ from tests.aggregator.training_helpers import (
     take_part,
 )
 
-from ldp_aggregator import training_rounds
+from ldp_aggregator import training_place_wait
 from ldp_aggregator.storage.jobs import jobs
 from ldp_aggregator.storage.training import training_reports, training_tokens
 from ldp_shared.analyses.logistic.planning import plan_training
@@ -37,7 +37,7 @@ from ldp_shared.wire.training import TrainedModel, TrainingJob
 @pytest.fixture(autouse=True)
 def _short_place_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     """A request for a place at a full round waits 0.2 s here, not 5 s, before its 429."""
-    monkeypatch.setattr(training_rounds, "PLACE_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(training_place_wait, "PLACE_WAIT_SECONDS", 0.2)
 
 
 @pytest.fixture

@@ -18,12 +18,12 @@ from tests.aggregator.conftest import ADMIN, ADMIN_TOKEN, ANALYST, ANALYST_TOKEN
 from tests.aggregator.training_helpers import answer, ask, jobs_path, records, spec, take_part
 from tests.engines import database_url
 
-from ldp_aggregator import training, training_rounds
+from ldp_aggregator import training, training_place_wait
 from ldp_aggregator.app import create_app
 from ldp_aggregator.settings import Settings
 from ldp_aggregator.storage.migrate import alembic_config, head_revision
 from ldp_aggregator.storage.training import training_curve
-from ldp_aggregator.training_rounds import RoundSignals
+from ldp_aggregator.training_place_wait import RoundSignals
 from ldp_shared.rand import seeded_rng
 
 
@@ -57,7 +57,7 @@ def test_an_ask_at_a_full_round_waits_for_the_next_round(train: TestClient) -> N
 def test_a_full_round_is_refused_once_the_wait_is_over(
     train: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(training_rounds, "PLACE_WAIT_SECONDS", 0.3)
+    monkeypatch.setattr(training_place_wait, "PLACE_WAIT_SECONDS", 0.3)
     response = train.post(jobs_path(), json=spec(participation_seconds=600), headers=ANALYST)
     job_id = response.json()["id"]
     for _ in range(20):

@@ -22,7 +22,7 @@ from tests.aggregator.conftest import ADMIN, ADMIN_TOKEN, ANALYST, ANALYST_TOKEN
 from tests.aggregator.training_helpers import answer, jobs_path, records, spec
 from tests.engines import database_url
 
-from ldp_aggregator import training_rounds
+from ldp_aggregator import training_place_wait
 from ldp_aggregator.app import create_app
 from ldp_aggregator.settings import Settings
 from ldp_shared.rand import seeded_rng
@@ -160,7 +160,7 @@ def test_without_the_defence_the_same_attack_holds_round_0(
     retakes each place as it lapses and the devices are refused. (A request does not
     wait for a place here: waiting, an honest device would win lapsed places as often as
     the squatter, which is not the defence.)"""
-    monkeypatch.setattr(training_rounds, "PLACE_WAIT_SECONDS", 0.0)
+    monkeypatch.setattr(training_place_wait, "PLACE_WAIT_SECONDS", 0.0)
     for client in _app(tmp_path, overissue=False):
         job, tally, _ = _attack(client, 4 * HOLD_SECONDS)
         assert job.status == "running" and job.round == 0, tally
@@ -173,7 +173,7 @@ def test_without_squatters_no_token_is_issued_beyond_the_places(
 ) -> None:
     """Honest devices that answer in time never see an over-issued token: the 21st ask
     of a full round is refused (429, after its wait), with or without the defence."""
-    monkeypatch.setattr(training_rounds, "PLACE_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(training_place_wait, "PLACE_WAIT_SECONDS", 0.2)
     for client in _app(tmp_path, overissue=overissue):
         response = client.post(jobs_path(), json=spec(participation_seconds=600), headers=ANALYST)
         url = f"{jobs_path()}/{response.json()['id']}/participations"

@@ -14,7 +14,7 @@ from tests.aggregator.conftest import ANALYST
 from tests.aggregator.training_helpers import answer, ask, jobs_path, records, spec
 from tests.client import training_app
 
-from ldp_aggregator import training_rounds
+from ldp_aggregator import training_place_wait
 from ldp_client import LDPClient, training_methods
 from ldp_shared.errors import RateLimitedError
 from ldp_shared.rand import seeded_rng
@@ -24,7 +24,7 @@ from ldp_shared.wire.training import Participation
 @pytest.fixture(autouse=True)
 def _short_place_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     """A request for a place at a full round waits 0.2 s here, not 5 s, before its 429."""
-    monkeypatch.setattr(training_rounds, "PLACE_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(training_place_wait, "PLACE_WAIT_SECONDS", 0.2)
 
 
 app = training_app.app  # the fixture: the real app with a collection to host jobs

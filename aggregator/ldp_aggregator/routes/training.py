@@ -17,6 +17,7 @@ from ldp_aggregator.problems import problem_responses
 from ldp_aggregator.result_downloads import CSV_RESPONSE, FormatParam, answer, filename
 from ldp_aggregator.routes.page_params import Page
 from ldp_aggregator.storage.collections import StoredCollection
+from ldp_aggregator.training_place_wait import wait_for_place
 from ldp_shared.errors import NotFoundError
 from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.wire.itemsets import check_job_id
@@ -192,7 +193,7 @@ async def participate(name: str, job_id: JobId, request: Request) -> Response:
             ),
         )
 
-    body = await training_rounds.wait_for_place(issue, job_id)
+    body = await wait_for_place(issue, job_id)
     return Response(body, status_code=status.HTTP_201_CREATED, media_type="application/json")
 
 
