@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ClauseElement, Dialect, bindparam, insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.sql.compiler import SQLCompiler
 
 from ldp_aggregator.storage.collections import insert_collection
+from ldp_aggregator.storage.driver import compile_for
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import upgrade
 from ldp_aggregator.storage.stats import empty_stats_rows
@@ -49,13 +49,6 @@ from ldp_aggregator.storage.tables import collection_stats, reports
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.periods import stamp
 from ldp_shared.wire.reports import new_report_id
-
-
-def _compiled(statement: ClauseElement, dialect: Dialect) -> tuple[str, tuple[str, ...], dict]:
-    """SQL, positional parameter names and the literal values compiled into it."""
-    compiled = statement.compile(dialect=dialect)
-    assert isinstance(compiled, SQLCompiler) and compiled.positional
-    return compiled.string, tuple(compiled.positiontup or ()), dict(compiled.params)
 
 
 def _window(first: int, end: int, sizes: list[int], times: list[float]) -> dict[str, Any]:
@@ -105,11 +98,9 @@ def raw_sqlite_loop(
                 rows = empty_stats_rows(collection.id, period, shards=1)
                 connection.execute(insert(collection_stats), [{**row, **zeros} for row in rows])
             dialect = engine.dialect
-            insert_sql, insert_names, _ = _compiled(
-                sqlite_insert(reports).on_conflict_do_nothing(), dialect
-            )
+            insert_stmt = compile_for(sqlite_insert(reports).on_conflict_do_nothing(), dialect)
             where = _stats_where()
-            read_sql, read_names, read_literals = _compiled(
+            read_stmt = compile_for(
                 select(
                     collection_stats.c.n_reports,
                     collection_stats.c.sums,
@@ -117,7 +108,7 @@ def raw_sqlite_loop(
                 ).where(*where),
                 dialect,
             )
-            write_sql, write_names, write_literals = _compiled(
+            write_stmt = compile_for(
                 update(collection_stats)
                 .where(*where)
                 .values(
@@ -146,7 +137,7 @@ def raw_sqlite_loop(
                     ids = sorted(new_report_id() for _ in range(size))
                     bits = [rng.bytes(packed_bytes) for _ in range(size)]
                     return [
-                        tuple({**values, "report_id": i, "bits": b}[name] for name in insert_names)
+                        insert_stmt.params({**values, "report_id": i, "bits": b})
                         for i, b in zip(ids, bits, strict=True)
                     ]
 
@@ -157,16 +148,12 @@ def raw_sqlite_loop(
                     rows = fresh_rows(size)
                     t0 = time.perf_counter()
                     db.execute("BEGIN")
-                    db.executemany(insert_sql, rows)
-                    found = {**read_literals, "cid": collection.id, "period": period}
-                    n, sums, floats = db.execute(
-                        read_sql, tuple(found[name] for name in read_names)
-                    ).fetchone()
+                    db.executemany(insert_stmt.sql, rows)
+                    key = {"cid": collection.id, "period": period}
+                    n, sums, floats = db.execute(read_stmt.sql, read_stmt.params(key)).fetchone()
                     new_sums = encode_sums(decode_sums(sums, delta.size) + delta)
-                    put = {**write_literals, "cid": collection.id, "period": period}
-                    put["n"] = n + size
-                    put.update(sums=new_sums, floats=floats)
-                    db.execute(write_sql, tuple(put[name] for name in write_names))
+                    put = {**key, "n": n + size, "sums": new_sums, "floats": floats}
+                    db.execute(write_stmt.sql, write_stmt.params(put))
                     db.execute("COMMIT")
                     if checkpoint:
                         db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
@@ -197,5 +184,9 @@ def raw_sqlite_loop(
         },
         "database_bytes_at_end": database_bytes,
         "collection_stats_columns_after_migrations": columns,
-        "statements": {"insert": insert_sql, "read_stats": read_sql, "write_stats": write_sql},
+        "statements": {
+            "insert": insert_stmt.sql,
+            "read_stats": read_stmt.sql,
+            "write_stats": write_stmt.sql,
+        },
     }
