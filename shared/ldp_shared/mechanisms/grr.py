@@ -116,9 +116,7 @@ class GeneralizedRandomizedResponse(ValueIndexAnswers, BitwiseRandomizer):
         """The randomness of ``n`` answers, drawn before the values are known: ``-1`` to
         keep the true value (probability ``p``), else the rank ``r ∈ [0, d − 2]`` of the
         reported value among the ``d − 1`` others (uniform). See :func:`apply_grr_noise`."""
-        keep = rng.random(n) < self.p
-        other = np.floor(rng.random(n) * (self.d - 1)).astype(np.int64)
-        return np.where(keep, -1, other)
+        return grr_noise(n, self.p, self.d, rng)
 
     def counts(self, reported: ArrayLike) -> NDArray[np.int64]:
         """``C_v``: how many reports equal each value (the sufficient statistic)."""
@@ -142,3 +140,12 @@ class GeneralizedRandomizedResponse(ValueIndexAnswers, BitwiseRandomizer):
         pi = np.asarray(stats["counts"], dtype=np.float64) / n
         out: FloatArray = (np.diag(pi) - np.outer(pi, pi)) / (n * (self.p - self.q) ** 2)
         return out
+
+
+def grr_noise(n: int, keep: float, d: int, rng: np.random.Generator) -> NDArray[np.int64]:
+    """``n`` draws of GRR's noise over ``d`` values: ``-1`` (keep the true value) where a
+    uniform is below ``keep``, else ``⌊u·(d − 1)⌋``, the rank of the reported value among
+    the ``d − 1`` others (:func:`apply_grr_noise` applies them)."""
+    kept = rng.random(n) < keep
+    other = np.floor(rng.random(n) * (d - 1)).astype(np.int64)
+    return np.where(kept, -1, other)

@@ -60,6 +60,7 @@ from ldp_shared.mechanisms._checks import check_domain_size, check_indices
 from ldp_shared.mechanisms.base import PlannedVariance
 from ldp_shared.mechanisms.grr import (
     GeneralizedRandomizedResponse,
+    grr_noise,
     grr_probabilities,
     realised_keep,
 )
@@ -211,25 +212,15 @@ class LongitudinalGRR(GeneralizedRandomizedResponse, LongitudinalRandomizer):
         return z
 
     def _one_record(self, v: int, key: bytes, gen: np.random.Generator) -> int:
-        z: int | None = self._permanent_memo.get(key, v)
-        if z is None:
-            z = self.permanent_one(v, key)
+        z = self.permanent_one(v, key)
         noise = self._one_record_draws.take(gen)
         return z if noise < 0 else noise + (noise >= z)
 
     @functools.cached_property
     def _one_record_draws(self) -> BulkDraws[int]:
-        """The instantaneous step's randomness, drawn ahead: ``-1`` (keep ``z``, where a
-        uniform is below ``p₂``) or ``⌊u·(d − 1)⌋``, the rank of the reported value among
-        the ``d − 1`` others (:func:`grr_step`'s arithmetic)."""
-
-        def draw(n: int, gen: np.random.Generator) -> list[int]:
-            keep = gen.random(n) < self.p2
-            moved = np.floor(gen.random(n) * (self.d - 1)).astype(np.int64)
-            out: list[int] = np.where(keep, -1, moved).tolist()
-            return out
-
-        return BulkDraws(draw)
+        """The instantaneous step's randomness, drawn ahead: GRR's noise at ``p₂``
+        (:func:`~ldp_shared.mechanisms.grr.grr_noise`, :func:`grr_step`'s arithmetic)."""
+        return BulkDraws(lambda n, gen: grr_noise(n, self.p2, self.d, gen).tolist())
 
     def instantaneous(
         self, permanent: NDArray[np.int64], gen: np.random.Generator
