@@ -9,11 +9,13 @@ throughout, as deployed.
 * ``single``: wrk, single-report requests at 16 connections, direct and log
   interleaved (A, B, A, B, ...): requests/s, latency percentiles, the replica's CPU per
   acknowledged report, and (log mode) the three NATS nodes' CPU over the same run.
-* ``batched_direct``: direct mode's batched path (batches of 1,000, 4 connections).
-* ``fold``: the fold worker stopped, batches published through the log replica (with
-  the NATS nodes' CPU per report), then a fresh fold worker started: reports folded per
-  second into PostgreSQL, from its first committed batch to its last, with the fold
-  worker's and the NATS nodes' CPU per report over the same time.
+* ``batched``: per round, direct mode's batched path (batches of 1,000, 4 connections),
+  then for each count of ``--fold-workers`` (1 and 2): with no fold worker running,
+  the same load through the log replica (with the NATS nodes' CPU per report), then
+  that many fresh fold workers started on the backlog: reports folded per second into
+  PostgreSQL, from the first committed batch seen to the last, with the fold workers'
+  and the NATS nodes' CPU per report over the same time, and the ratio to the direct
+  batched path of the same round.
 * ``database_rows``: the database tier alone: batches of the fold's size
   (:data:`~ldp_aggregator.ingest_log.fold.DEFAULT_BATCH`) written in this process by
   :func:`~ldp_aggregator.ingest_log.fold.fold_batch`, no log involved: rows/s.
@@ -45,7 +47,7 @@ from _server import bench_spec, postgres_database, running_server
 from _wrk import cpu_seconds, wrk_path, wrk_version
 from ingestion import POSTGRES_ADMIN_URL, Loader, one_report_bits
 from ldp_aggregator.ingest_log.fold import DEFAULT_BATCH, CollectionsById, fold_batch
-from ldp_aggregator.ingest_log.stream import LogReport
+from ldp_aggregator.ingest_log.stream import LogChunk, chunk_size
 from ldp_aggregator.storage.collections import load_collection
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.tables import reports
@@ -81,6 +83,7 @@ def nats_cluster(root: Path) -> Iterator[tuple[str, list[int]]]:
 
 
 def fold_worker(database_url: str, log_url: str, log_path: Path) -> subprocess.Popen[bytes]:
+    """An ``ldpcollect fold`` process."""
     env = dict(os.environ, LDPCOLLECT_DATABASE_URL=database_url, LDPCOLLECT_LOG_URL=log_url)
     command = [sys.executable, "-m", "ldp_aggregator.cli", "fold"]
     with log_path.open("ab") as log_file:
@@ -99,12 +102,26 @@ def stored(database_url: str, name: str) -> int:
 
 
 def fold_rate(
-    database_url: str, log_url: str, name: str, timeout: float, log_path: Path, nats: list[int]
+    database_url: str,
+    log_url: str,
+    name: str,
+    timeout: float,
+    log_path: Path,
+    nats: list[int],
+    workers: int = 1,
 ) -> dict[str, Any]:
-    """Start a fold worker on a backlog; reports/s from its first commit to its last."""
+    """Start ``workers`` fold workers on a backlog; reports/s from the first commit seen
+    to the last."""
     before = stored(database_url, name)
-    worker = fold_worker(database_url, log_url, log_path)
-    cpu_before = (cpu_seconds(worker.pid), sum(cpu_seconds(pid) for pid in nats))
+    processes = [fold_worker(database_url, log_url, log_path) for _ in range(workers)]
+
+    def cpu() -> tuple[float, float]:
+        return (
+            sum(cpu_seconds(p.pid) for p in processes),
+            sum(cpu_seconds(pid) for pid in nats),
+        )
+
+    cpu_before = cpu()
     cpu_after = cpu_before
     try:
         first: tuple[float, int] | None = None
@@ -118,15 +135,18 @@ def fold_rate(
                 if first is None:
                     first = last
                 last = (now, count)
-                cpu_after = (cpu_seconds(worker.pid), sum(cpu_seconds(pid) for pid in nats))
+                cpu_after = cpu()
             elif first is not None and now - last[0] > 5.0:
                 break
     finally:
-        stop_process(worker)
+        for process in processes:
+            stop_process(process)
+        log(f"[log_mode] the fold workers' log ends: {log_path.read_text()[-1500:]!r}")
     if first is None:
-        return {"folded": 0, "note": "nothing was folded"}
+        return {"workers": workers, "folded": 0, "note": "nothing was folded"}
     folded = max(last[1] - first[1], 1)
     return {
+        "workers": workers,
         "backlog_before": before,
         "folded": last[1] - first[1],
         "seconds": last[0] - first[0],
@@ -147,10 +167,18 @@ def database_rows(database_url: str, name: str, batches: int = 3) -> dict[str, A
         by_id = CollectionsById(engine)
         day, period_start = stamp(config.spec.period, None)
         rates = []
+        step = chunk_size(config.report_bytes)
         for _ in range(batches):
             batch = [
-                LogReport(collection.id, config.config_hash, period_start, day, uuid4().hex, bits)
-                for _ in range(DEFAULT_BATCH)
+                LogChunk(
+                    collection.id,
+                    config.config_hash,
+                    period_start,
+                    day,
+                    tuple(uuid4().hex for _ in range(step)),
+                    bits * step,
+                )
+                for _ in range(DEFAULT_BATCH // step)
             ]
             started = time.perf_counter()
             result = fold_batch(writer, by_id, batch)
@@ -171,6 +199,9 @@ def main() -> None:
     parser.add_argument("--batch-connections", type=int, default=4)
     parser.add_argument("--wrk-threads", type=int, default=1)
     parser.add_argument("--postgres-url", default=POSTGRES_ADMIN_URL)
+    parser.add_argument(
+        "--fold-workers", type=int, nargs="+", default=[1, 2], help="fold workers per backlog"
+    )
     args = parser.parse_args()
     args.seconds = args.seconds or sized(10.0, 3.0, 0.5, args)
     args.warmup = args.warmup if args.warmup is not None else sized(2.0, 1.0, 0.2, args)
@@ -207,21 +238,32 @@ def main() -> None:
                 b["nats_cpu_seconds"] = sum(cpu_seconds(pid) for pid in nats_pids) - nats_before
                 b["nats_cpu_ms_per_request"] = 1e3 * b["nats_cpu_seconds"] / max(b["requests"], 1)
                 out["single"].append({"direct": a, "log": b})
-            out["batched_direct"] = loader.load(
-                [direct], direct_config, args.batch_connections, args.batch
-            )
         finally:
             stop_process(worker)
         out["folded_while_loading"] = stored(url, "logged")
         log(f"[log_mode] folded while loading: {out['folded_while_loading']}")
         log((Path(tmp) / "fold1.log").read_text()[-1500:])
-        log("[log_mode] a backlog through the log replica, no fold worker running")
-        nats_before = sum(cpu_seconds(pid) for pid in nats_pids)
-        backlog = loader.load([logged], log_config, args.batch_connections, args.batch)
-        nats_cpu = sum(cpu_seconds(pid) for pid in nats_pids) - nats_before
-        backlog["nats_cpu_ms_per_report"] = 1e3 * nats_cpu / max(backlog["reports_answered_2xx"], 1)
-        out["backlog_published"] = backlog
-        out["fold"] = fold_rate(url, log_url, "logged", 600, Path(tmp) / "fold2.log", nats_pids)
+        out["batched"] = []
+        for round_ in range(args.rounds):
+            log(f"[log_mode] batches, round {round_ + 1}: direct, then backlogs folded")
+            entry: dict[str, Any] = {
+                "direct": loader.load([direct], direct_config, args.batch_connections, args.batch)
+            }
+            for workers in args.fold_workers:
+                nats_before = sum(cpu_seconds(pid) for pid in nats_pids)
+                backlog = loader.load([logged], log_config, args.batch_connections, args.batch)
+                nats_cpu = sum(cpu_seconds(pid) for pid in nats_pids) - nats_before
+                answered = max(backlog["reports_answered_2xx"], 1)
+                backlog["nats_cpu_ms_per_report"] = 1e3 * nats_cpu / answered
+                fold_log = Path(tmp) / f"fold-{round_}-{workers}.log"
+                fold = fold_rate(url, log_url, "logged", 600, fold_log, nats_pids, workers)
+                fold["over_batched_direct"] = fold.get("reports_per_second", 0.0) / max(
+                    entry["direct"]["reports_per_second"], 1e-9
+                )
+                log(f"[log_mode] {workers} fold worker(s): {fold}")
+                entry[f"published_{workers}"] = backlog
+                entry[f"fold_{workers}"] = fold
+            out["batched"].append(entry)
         with LDPClient(direct.base_url, token=direct.admin_token) as admin:
             admin.create_collection(bench_spec("rows", "oue"))
         out["database_rows"] = database_rows(url, "rows")

@@ -1,17 +1,19 @@
 """``ldpcollect fold``: fold the log's reports into the database, a batch at a time.
 
 Any number of workers share one durable pull consumer (explicit acknowledgement). Each
-fetches up to :data:`DEFAULT_BATCH` messages and writes them in one database
-transaction through :meth:`~ldp_aggregator.writer.ReportWriter.write_together`, the
-direct mode's writer: the reports are inserted skipping stored ids, in key order (the
-ids are random, so the rows keep no log order), and the statistics delta is computed
-from the rows really inserted only (:func:`~ldp_aggregator.storage.stats.statistics_of`).
-Only after the commit are the messages acknowledged (explicitly, each: the ``all``
-policy would let one worker acknowledge another's uncommitted batch). The next batch is
-fetched while the database writes this one. A worker killed between commit
-and acknowledgement has its batch redelivered after the consumer's ``ack_wait``; the
-database then skips every id, and nothing is counted twice. For the same reason a
-report retried after the stream's deduplication window is counted once here.
+fetches messages holding about :data:`DEFAULT_BATCH` reports (a message holds one
+report, or up to a thousand of one request's: the number fetched follows the reports
+per message of the previous fetch) and writes them in one database transaction through
+:meth:`~ldp_aggregator.writer.ReportWriter.write_together`, the direct mode's writer:
+the reports are inserted skipping stored ids, in key order (the ids are random, so the
+rows keep no log order), and the statistics delta is computed from the rows really
+inserted only (:func:`~ldp_aggregator.storage.stats.statistics_of`). Only after the
+commit are the messages acknowledged (explicitly, each: the ``all`` policy would let one
+worker acknowledge another's uncommitted batch). The next batch is fetched while the
+database writes this one. A worker killed between commit and acknowledgement has its
+batch redelivered after the consumer's ``ack_wait``; the database then skips every id,
+and nothing is counted twice. For the same reason a report retried after the stream's
+deduplication window, or in another batch, is counted once here.
 
 A report whose collection was closed or deleted after it was accepted is acknowledged
 and dropped (counted in ``ldpcollect_fold_reports_total{outcome="dropped"}``).
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +38,13 @@ from nats.js.errors import Error as JetStreamError
 from sqlalchemy import Engine, select
 
 from ldp_aggregator.ingest_log.fold_metrics import FoldMetrics
-from ldp_aggregator.ingest_log.stream import LogReport, LogSettings, connect, ensure_stream
+from ldp_aggregator.ingest_log.stream import (
+    CHUNK_REPORTS,
+    LogChunk,
+    LogSettings,
+    connect,
+    ensure_stream,
+)
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.stats import statistics_of
 from ldp_aggregator.storage.tables import collections
@@ -51,6 +60,10 @@ DEFAULT_ACK_WAIT_SECONDS = 30.0
 another worker (a killed worker's batch comes back after this)."""
 FETCH_SECONDS = 1.0
 RETRY_SECONDS = 1.0
+MAX_FETCH_MESSAGES = 1_000
+"""Messages per fetch at most, so that a fetch holds at most this many times a message's
+largest payload (:data:`~ldp_aggregator.ingest_log.stream.CHUNK_BYTES`: 128 MiB) whatever
+the messages turn out to be; one-report messages are fetched a thousand at a time."""
 
 
 @dataclass(frozen=True)
@@ -85,39 +98,24 @@ class CollectionsById:
         return known if known.config.config_hash == config_hash else None
 
 
-def fold_batch(
-    writer: ReportWriter, by_id: CollectionsById, reports: list[LogReport]
-) -> FoldResult:
-    """Write ``reports`` in one transaction (see the module docstring). Raises the
-    database's error when the batch could not be written: then nothing may be acked."""
-    groups: dict[tuple[int, int], dict[str, LogReport]] = defaultdict(dict)
-    dropped = 0
-    for report in reports:
-        collection = by_id.get(report.collection_id, report.config_hash)
-        if collection is None or len(report.bits) != collection.config.report_bytes:
-            dropped += 1
+def fold_batch(writer: ReportWriter, by_id: CollectionsById, chunks: list[LogChunk]) -> FoldResult:
+    """Write the reports of ``chunks`` in one transaction (see the module docstring).
+    Raises the database's error when the batch could not be written: then nothing may
+    be acked. A message whose collection is gone, or whose bits do not fit its ids, is
+    dropped whole."""
+    groups: dict[tuple[int, int], list[LogChunk]] = defaultdict(list)
+    received = dropped = 0
+    for chunk in chunks:
+        received += len(chunk.report_ids)
+        collection = by_id.get(chunk.collection_id, chunk.config_hash)
+        if (
+            collection is None
+            or len(chunk.bits) != len(chunk.report_ids) * collection.config.report_bytes
+        ):
+            dropped += len(chunk.report_ids)
             continue
-        # an id twice in the batch (a retry past the dedup window) is written once
-        groups[report.collection_id, report.period_start].setdefault(report.report_id, report)
-    pendings: list[Pending] = []
-    for (collection_id, period_start), members in sorted(groups.items()):
-        first = next(iter(members.values()))
-        collection = by_id.get(collection_id, first.config_hash)
-        assert collection is not None
-        ids = list(members)
-        matrix = np.frombuffer(
-            b"".join(members[report_id].bits for report_id in ids), dtype=np.uint8
-        ).reshape(len(ids), collection.config.report_bytes)
-        pendings.append(
-            Pending(
-                collection=collection,
-                ids=ids,
-                matrix=matrix,
-                delta=statistics_of(collection.config, matrix),
-                day=first.day,
-                period_start=period_start,
-            )
-        )
+        groups[chunk.collection_id, chunk.period_start].append(chunk)
+    pendings = [_pending(by_id, members) for _, members in sorted(groups.items())]
     written = 0
     if pendings:
         writer.write_together(pendings)
@@ -128,7 +126,32 @@ def fold_batch(
             raise pending.error
         else:
             written += len(pending.ids) - len(pending.stored_before)
-    return FoldResult(written=written, duplicate=len(reports) - written - dropped, dropped=dropped)
+    return FoldResult(written=written, duplicate=received - written - dropped, dropped=dropped)
+
+
+def _pending(by_id: CollectionsById, members: list[LogChunk]) -> Pending:
+    """The reports of one collection and period, each id once (an id twice in the batch,
+    a retry past the dedup window or in another batch, is written once)."""
+    first = members[0]
+    collection = by_id.get(first.collection_id, first.config_hash)
+    assert collection is not None
+    ids = [report_id for chunk in members for report_id in chunk.report_ids]
+    matrix = np.frombuffer(b"".join(chunk.bits for chunk in members), dtype=np.uint8).reshape(
+        len(ids), collection.config.report_bytes
+    )
+    if len(set(ids)) != len(ids):
+        firsts = {report_id: k for k, report_id in reversed(list(enumerate(ids)))}
+        keep = sorted(firsts.values())
+        ids = [ids[k] for k in keep]
+        matrix = matrix[keep]
+    return Pending(
+        collection=collection,
+        ids=ids,
+        matrix=matrix,
+        delta=statistics_of(collection.config, matrix),
+        day=first.day,
+        period_start=first.period_start,
+    )
 
 
 class FoldWorker:
@@ -149,6 +172,7 @@ class FoldWorker:
         self.metrics = metrics
         self.batch = batch
         self.ack_wait_seconds = ack_wait_seconds
+        self._per_message = float(CHUNK_REPORTS)  # until a fetch tells: few messages first
 
     async def run(self, stop: asyncio.Event) -> None:
         """Fold until ``stop`` is set (the batch in hand is finished first)."""
@@ -175,10 +199,11 @@ class FoldWorker:
             fetching = asyncio.ensure_future(self._fetch(subscription))
             try:
                 while not stop.is_set():
-                    messages = await fetching
+                    fetched = await fetching
                     fetching = asyncio.ensure_future(self._fetch(subscription))
-                    if messages:
-                        await self._fold(messages)
+                    for part in _parts(fetched, self.batch):
+                        await self._fold(part)
+                    if fetched:
                         await client.flush()
             finally:
                 await _give_back(fetching)
@@ -188,54 +213,80 @@ class FoldWorker:
             except (NatsError, OSError):  # the log is gone: nothing is left unacked to send
                 logger.warning("the log's connection did not close cleanly")
 
-    async def _fetch(self, subscription: JetStreamContext.PullSubscription) -> list[Msg]:
-        """The next batch; none when the log had nothing for :data:`FETCH_SECONDS` or
-        failed (then after :data:`RETRY_SECONDS`)."""
+    async def _fetch(
+        self, subscription: JetStreamContext.PullSubscription
+    ) -> list[tuple[Msg, LogChunk]]:
+        """The next messages and their reports, about :attr:`batch` reports (as many
+        messages as the previous fetch's reports per message make that, at most
+        :data:`MAX_FETCH_MESSAGES`); none when the log had nothing for
+        :data:`FETCH_SECONDS` or failed (then after :data:`RETRY_SECONDS`)."""
+        wanted = max(1, min(MAX_FETCH_MESSAGES, round(self.batch / self._per_message)))
         try:
-            return await subscription.fetch(self.batch, timeout=FETCH_SECONDS)
+            messages = await subscription.fetch(wanted, timeout=FETCH_SECONDS)
         except (TimeoutError, NatsTimeoutError):
             self.metrics.set_lag(0)
+            return []
         except (NatsError, JetStreamError) as error:  # a node lost: reconnecting
             logger.warning("fetching from the log failed: %s", type(error).__name__)
             await asyncio.sleep(RETRY_SECONDS)
-        return []
-
-    async def _fold(self, messages: list[Msg]) -> None:
-        reports: list[LogReport] = []
-        keep: list[Msg] = []
+            return []
+        fetched: list[tuple[Msg, LogChunk]] = []
         for message in messages:
             try:
-                reports.append(LogReport.decode(message.data))
-                keep.append(message)
+                fetched.append((message, LogChunk.decode(message.data)))
             except ValueError:  # nothing an aggregator published: never deliver it again
                 logger.warning("a message of the log is not a report; terminated")
                 await message.term()
-        metadata = messages[-1].metadata
-        self.metrics.set_lag(metadata.num_pending)
-        self.metrics.count_redelivered(sum(m.metadata.num_delivered > 1 for m in messages))
+        if fetched:
+            reports = sum(len(chunk.report_ids) for _, chunk in fetched)
+            self._per_message = reports / len(fetched)
+        if messages:
+            self.metrics.set_lag(messages[-1].metadata.num_pending)
+            self.metrics.count_redelivered(sum(m.metadata.num_delivered > 1 for m in messages))
+        return fetched
+
+    async def _fold(self, part: list[tuple[Msg, LogChunk]]) -> None:
+        """Write one transaction's messages, then acknowledge them."""
+        chunks = [chunk for _, chunk in part]
+        reports = sum(len(chunk.report_ids) for chunk in chunks)
         try:
-            result = await to_thread.run_sync(fold_batch, self.writer, self.by_id, reports)
+            result = await to_thread.run_sync(fold_batch, self.writer, self.by_id, chunks)
         except Exception:  # the database: not acked, so they come back after ack_wait
-            logger.exception("folding a batch of %d reports failed", len(reports))
+            logger.exception("folding a batch of %d reports failed", reports)
             self.metrics.count_failed_batch()
             await asyncio.sleep(RETRY_SECONDS)
             return
-        for message in keep:
+        for message, _ in part:
             await message.ack()
-        self.metrics.observe_batch(len(reports), result.written, result.duplicate, result.dropped)
+        self.metrics.observe_batch(reports, result.written, result.duplicate, result.dropped)
 
 
-async def _give_back(fetching: asyncio.Future[list[Msg]]) -> None:
+def _parts(fetched: list[tuple[Msg, LogChunk]], batch: int) -> Iterator[list[tuple[Msg, LogChunk]]]:
+    """``fetched`` in runs of at most ``batch`` reports (a message of more is a run of
+    its own), one transaction each."""
+    part: list[tuple[Msg, LogChunk]] = []
+    size = 0
+    for message, chunk in fetched:
+        if part and size + len(chunk.report_ids) > batch:
+            yield part
+            part, size = [], 0
+        part.append((message, chunk))
+        size += len(chunk.report_ids)
+    if part:
+        yield part
+
+
+async def _give_back(fetching: asyncio.Future[list[tuple[Msg, LogChunk]]]) -> None:
     """On stopping: a batch fetched but not folded goes back to the stream at once
     (negative acknowledgement; unacknowledged, it would come back after ``ack_wait``)."""
     if not fetching.done():
         fetching.cancel()
     try:
-        messages = await fetching
+        fetched = await fetching
     except asyncio.CancelledError:
         return
     try:
-        for message in messages:
+        for message, _ in fetched:
             await message.nak()
     except (NatsError, OSError):  # the log is gone: they come back after ack_wait
         logger.warning("a fetched batch was not given back; redelivered after ack_wait")

@@ -22,14 +22,14 @@ class FoldMetrics:
         )
         self._batch_size = Histogram(
             "ldpcollect_fold_batch_size",
-            "Messages per folded batch.",
+            "Reports per folded batch.",
             buckets=BATCH_BUCKETS,
             registry=r,
         )
         self._reports = Counter(
             "ldpcollect_fold_reports",
             "Folded reports by outcome (written, duplicate: stored already, dropped:"
-            " collection closed or deleted).",
+            " collection closed or deleted, or a message that does not fit it).",
             ["outcome"],
             registry=r,
         )

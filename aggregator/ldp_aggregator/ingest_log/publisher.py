@@ -1,18 +1,22 @@
 """Log mode's ingest path: judge a batch as direct mode does, publish its new reports.
 
 The judging is :mod:`ldp_aggregator.ingest`'s own (the same reasons, the same period
-stamped at acceptance). Then, instead of a database transaction, every new valid report
-becomes one JetStream message (:class:`~ldp_aggregator.ingest_log.stream.LogReport`).
-All of a batch are written to the connection at once, without waiting for each other's
+stamped at acceptance). Then, instead of a database transaction, the new valid reports
+of the request become JetStream messages: one for a single report, one per
+:func:`~ldp_aggregator.ingest_log.stream.chunk_size` reports of a batch
+(:class:`~ldp_aggregator.ingest_log.stream.LogChunk`), so that a batch costs the log,
+the ingest replica and the fold workers a few messages, not one per report. The
+messages are written to the connection at once, without waiting for each other's
 acknowledgement (``publish_async``: one reply subscription for every publish of the
 replica, so concurrent requests share the connection's writes as direct mode's requests
 share a group commit); the request is answered once the stream has acknowledged each of
-them, which on a cluster means stored by a majority of the stream's replicas. A report
-the stream answers as a duplicate of a message in its deduplication window is
-``duplicate``; every other one is ``accepted``: durably in the log, and counted once a
-fold worker has folded it (``ldpcollect fold``). A publish that fails or times out fails
-the request with 503, and the client's retry, with the same ids, is deduplicated by the
-stream or, later, by the database.
+them, which on a cluster means stored by a majority of the stream's replicas. The
+reports of a message the stream answers as a duplicate of one in its deduplication
+window (the same report, or the same batch, sent again) are ``duplicate``; every other
+one is ``accepted``: durably in the log, and counted once a fold worker has folded it
+(``ldpcollect fold``; a report sent again in another batch is stored once there). A
+publish that fails or times out fails the request with 503, and the client's retry,
+with the same ids, is deduplicated by the stream or, later, by the database.
 """
 
 from __future__ import annotations
@@ -30,7 +34,13 @@ from nats.js.errors import Error as JetStreamError
 from sqlalchemy import Engine
 
 from ldp_aggregator.ingest import INLINE_BATCH, BatchOutcomes, _prepare, _result
-from ldp_aggregator.ingest_log.stream import LogReport, LogSettings, connect, ensure_stream
+from ldp_aggregator.ingest_log.stream import (
+    LogChunk,
+    LogSettings,
+    chunk_size,
+    connect,
+    ensure_stream,
+)
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.lifecycle import check_takes_reports
 from ldp_aggregator.writer import Pending
@@ -125,20 +135,21 @@ class LogPublisher:
         return answer
 
     async def publish(self, pending: Pending) -> set[str]:
-        """Publish the reports of ``pending``; the ids the stream had already (its
-        duplicates). Returns once every one is acknowledged."""
+        """Publish the reports of ``pending``; the ids the stream had already (those of
+        its duplicate messages). Returns once every message is acknowledged."""
         collection = pending.collection
         subject = self.settings.subject(collection.id)
+        step = chunk_size(collection.config.report_bytes)
         messages = [
-            LogReport(
+            LogChunk(
                 collection_id=collection.id,
                 config_hash=collection.config.config_hash,
                 period_start=pending.period_start,
                 day=pending.day,
-                report_id=report_id,
-                bits=pending.matrix[k].tobytes(),
+                report_ids=tuple(pending.ids[start : start + step]),
+                bits=pending.matrix[start : start + step].tobytes(),
             )
-            for k, report_id in enumerate(pending.ids)
+            for start in range(0, len(pending.ids), step)
         ]
         futures: list[asyncio.Future[PubAck]] = []
         try:
@@ -162,7 +173,10 @@ class LogPublisher:
                 "the log did not acknowledge the reports; send the same batch again later"
             ) from None
         return {
-            message.report_id for message, ack in zip(messages, acks, strict=True) if ack.duplicate
+            report_id
+            for message, ack in zip(messages, acks, strict=True)
+            if ack.duplicate
+            for report_id in message.report_ids
         }
 
 

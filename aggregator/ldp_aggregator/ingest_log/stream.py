@@ -1,19 +1,24 @@
 """The JetStream stream of log mode: its settings, its creation, and its messages.
 
-One message per accepted report, on the subject ``<prefix>.<collection id>``, with the
-header ``Nats-Msg-Id: <collection id>.<report id>`` so that the stream drops a retry
-within its deduplication window. The payload holds only what folding needs (JSON,
-:class:`LogReport`): the collection's id and config hash, the period and day the
-aggregator stamped at acceptance (as coarse as the collection's period), the report's
-id and its packed bits. No address, header or arrival time of the request is in it;
-the stream itself keeps a sequence number and a publish time per message until
-retention removes it (docs/privacy-at-rest.md).
+One message per request's accepted reports (:class:`LogChunk`; a batch of more than
+:func:`chunk_size` reports is split), on the subject ``<prefix>.<collection id>``. A
+message of one report has the header ``Nats-Msg-Id: <collection id>.<report id>``, so
+the stream drops a retry of that report within its deduplication window; a message of
+several has ``Nats-Msg-Id: <collection id>:<digest of its ids>`` (report ids never hold
+a colon), so the stream drops the same batch sent again, and a report re-sent in a
+different batch is stored once by the fold (the database's unique key). The payload
+holds only what folding needs (JSON): the collection's id and config hash, the period
+and day the aggregator stamped at acceptance (as coarse as the collection's period),
+the report ids and their packed bits. No address, header or arrival time of the
+request is in it; the stream itself keeps a sequence number and a publish time per
+message until retention removes it (docs/privacy-at-rest.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import json
 import logging
 from dataclasses import dataclass
@@ -175,45 +180,74 @@ async def _create_unless_exists(js: JetStreamContext, settings: LogSettings) -> 
     )
 
 
+CHUNK_REPORTS = 1_000
+"""At most this many reports in one message."""
+CHUNK_BYTES = 128 * 1024
+"""And a message's payload below this size (NATS refuses payloads over its
+``max_payload``, 1 MiB by default)."""
+
+
+def chunk_size(report_bytes: int) -> int:
+    """Reports per message for reports of ``report_bytes`` packed bytes: base64 (4/3) plus
+    an id of at most 64 characters and JSON's quotes and comma, under :data:`CHUNK_BYTES`."""
+    per_report = (4 * report_bytes) // 3 + 4 + 64 + 3
+    return max(1, min(CHUNK_REPORTS, CHUNK_BYTES // per_report))
+
+
 @dataclass(frozen=True)
-class LogReport:
-    """One accepted report as the stream carries it (everything folding needs)."""
+class LogChunk:
+    """Accepted reports of one request, one collection and one period, as the stream
+    carries them (everything folding needs): ``bits`` is their packed bits one after
+    the other, in the order of ``report_ids``."""
 
     collection_id: int
     config_hash: str
     period_start: int
     day: date
-    report_id: str
+    report_ids: tuple[str, ...]
     bits: bytes
 
     @property
     def message_id(self) -> str:
-        return message_id(self.collection_id, self.report_id)
+        """The ``Nats-Msg-Id``: the stream's deduplication key (see the module)."""
+        if len(self.report_ids) == 1:
+            return message_id(self.collection_id, self.report_ids[0])
+        digest = hashlib.sha256("\n".join(self.report_ids).encode("ascii")).hexdigest()
+        return f"{self.collection_id}:{digest[:32]}"
 
     def encode(self) -> bytes:
+        """JSON: ``i`` is the id of a one-report message, else the list of ids."""
+        ids: str | list[str] = (
+            self.report_ids[0] if len(self.report_ids) == 1 else list(self.report_ids)
+        )
         return json.dumps(
             {
                 "c": self.collection_id,
                 "h": self.config_hash,
                 "p": self.period_start,
                 "d": self.day.isoformat(),
-                "i": self.report_id,
+                "i": ids,
                 "b": base64.b64encode(self.bits).decode("ascii"),
             },
             separators=(",", ":"),
         ).encode("ascii")
 
     @classmethod
-    def decode(cls, payload: bytes) -> LogReport:
-        """The report of a message; ``ValueError`` for one no aggregator published."""
+    def decode(cls, payload: bytes) -> LogChunk:
+        """The reports of a message; ``ValueError`` for one no aggregator published (the
+        bits' length is checked against the collection's by the fold)."""
         try:
             data = json.loads(payload)
+            ids = data["i"]
+            report_ids = (ids,) if isinstance(ids, str) else tuple(ids)
+            if not report_ids or not all(isinstance(i, str) for i in report_ids):
+                raise ValueError("no report ids")
             return cls(
                 collection_id=int(data["c"]),
                 config_hash=str(data["h"]),
                 period_start=int(data["p"]),
                 day=date.fromisoformat(data["d"]),
-                report_id=str(data["i"]),
+                report_ids=report_ids,
                 bits=base64.b64decode(data["b"], validate=True),
             )
         except (KeyError, TypeError, ValueError) as error:
@@ -221,7 +255,7 @@ class LogReport:
 
 
 def message_id(collection_id: int, report_id: str) -> str:
-    """The ``Nats-Msg-Id`` of a report: the stream's deduplication key."""
+    """The ``Nats-Msg-Id`` of a one-report message."""
     return f"{collection_id}.{report_id}"
 
 

@@ -68,10 +68,12 @@ async def upload_reports(name: str, batch: ReportBatch, request: Request) -> Res
     ``duplicate`` means the id was stored already (or repeated in the batch) and counts
     once. Log mode (``--log``): ``accepted`` means durably in the replicated log (the
     stream's publish acknowledgement) and counted once a fold worker has folded it,
-    usually within seconds; ``duplicate`` means the log held the id already within its
-    deduplication window (or it repeated in the batch); a retry older than that window is
-    answered ``accepted`` and still counted once, at fold time. In both modes a 503 means
-    nothing of the batch may be assumed stored, and the same batch may be sent again.
+    usually within seconds; ``duplicate`` means the log held the same message within its
+    deduplication window (the same single report, or the same batch, sent again) or the
+    id repeated in the batch; a retry older than that window, or a report sent again in
+    a different batch, is answered ``accepted`` and still counted once, at fold time. In
+    both modes a 503 means nothing of the batch may be assumed stored, and the same batch
+    may be sent again.
     """
     state = app_state(request)
     collection = state.collections.peek(name)

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
@@ -15,7 +16,7 @@ from sqlalchemy import Engine
 from ldp_aggregator.app import create_app
 from ldp_aggregator.ingest_log.fold import CollectionsById, FoldWorker, fold_batch
 from ldp_aggregator.ingest_log.fold_metrics import FoldMetrics
-from ldp_aggregator.ingest_log.stream import LogReport, log_settings_of
+from ldp_aggregator.ingest_log.stream import LogChunk, log_settings_of
 from ldp_aggregator.settings import Settings
 from ldp_aggregator.storage.collections import load_collection
 from ldp_aggregator.storage.engine import make_engine
@@ -103,35 +104,40 @@ def test_outcomes_promise_what_the_docs_say(pg_url: str, cluster: NatsCluster) -
         assert statuses == ["accepted"] * len(items) + ["duplicate", "rejected"]
         # nothing is in the database before a fold worker runs: accepted = in the log
         assert stored(engine) == 0
-        again = http.post(UPLOAD, json={"reports": items[:5]}).json()
-        assert time.monotonic() - published < DEDUP_SECONDS  # else the next line cannot hold
-        assert again["duplicate"] == 5  # within the stream's deduplication window
-        # past the window the stream takes each again (the server forgets ids on a timer
+        # the same batch again, within the stream's deduplication window: the same message
+        again = http.post(UPLOAD, json={"reports": [*items, items[1], bad]}).json()
+        assert [o["status"] for o in again["outcomes"]] == ["duplicate"] * (len(items) + 1) + [
+            "rejected"
+        ]
+        assert (again["accepted"], again["duplicate"], again["rejected"]) == (0, len(items) + 1, 1)
+        assert time.monotonic() - published < DEDUP_SECONDS  # else the lines above cannot hold
+        # five of them in another batch: a message the stream has not seen, so accepted,
+        # and stored once by the fold
+        assert http.post(UPLOAD, json={"reports": items[:5]}).json()["accepted"] == 5
+        # one report alone is its own message: a second copy within the window is dropped
+        single = {"reports": [items[0]]}
+        sent = time.monotonic()
+        assert http.post(UPLOAD, json=single).json()["accepted"] == 1
+        assert http.post(UPLOAD, json=single).json()["duplicate"] == 1
+        assert time.monotonic() - sent < DEDUP_SECONDS  # else the line above cannot hold
+        # past the window the stream takes it again (the server forgets ids on a timer
         # of its own: a copy still refused is sent again until taken, at most PATIENCE) ...
-        time.sleep(max(0.0, published + DEDUP_SECONDS - time.monotonic()))
+        time.sleep(max(0.0, sent + DEDUP_SECONDS - time.monotonic()))
         deadline = time.monotonic() + PATIENCE
-        waiting, taken = items[:5], 0
-        while waiting and time.monotonic() < deadline:
-            late = http.post(UPLOAD, json={"reports": waiting}).json()
-            taken += late["accepted"]
-            waiting = [
-                r
-                for r, o in zip(waiting, late["outcomes"], strict=True)
-                if o["status"] != "accepted"
-            ]
-            if waiting:
-                time.sleep(0.2)
-        assert taken == 5 and not waiting
+        while http.post(UPLOAD, json=single).json()["accepted"] != 1:
+            assert time.monotonic() < deadline, "the stream never forgot the report's id"
+            time.sleep(0.2)
+        copies = 5 + 1 + 1  # the other batch's, the single's, the late single's
         with folding(settings, engine) as metrics:
             wait_stored(engine, len(items))
             # the late copies come in the same or a later batch
             deadline = time.monotonic() + PATIENCE
-            while fold_counts(metrics) != (len(items), 5) and time.monotonic() < deadline:
+            while fold_counts(metrics) != (len(items), copies) and time.monotonic() < deadline:
                 time.sleep(0.1)
-        # ... and folding counts it once
+        # ... and folding counts each once
         ids = {r["id"] for r in items}
         assert assert_stored_and_recounted(engine, "survey", ids) == ids
-        assert fold_counts(metrics) == (len(items), 5)
+        assert fold_counts(metrics) == (len(items), copies)
 
         for node in range(3):  # the whole log gone: not ready, and uploads are 503
             cluster.kill(node)
@@ -154,25 +160,30 @@ def test_a_batch_folded_twice_counts_once(pg_url: str, cluster: NatsCluster) -> 
     import base64
     from datetime import date
 
-    reports = [
-        LogReport(
+    def chunk(part: list[dict[str, str]]) -> LogChunk:
+        made = LogChunk(
             collection.id,
             config.config_hash,
             0,
             date(1970, 1, 1),
-            item["id"],
-            base64.b64decode(item["bits"]),
+            tuple(item["id"] for item in part),
+            b"".join(base64.b64decode(item["bits"]) for item in part),
         )
-        for item in items
-    ]
-    reports = [LogReport.decode(report.encode()) for report in reports]  # the wire round trip
+        return LogChunk.decode(made.encode())  # the wire round trip
+
+    # as published: a one-report message, then messages of several
+    first_part = [chunk(items[:1]), chunk(items[1:20])]
+    rest = [chunk(items[:7]), chunk(items[7:])]  # the first 20 again, then the rest
+    wrong = chunk(items[:3])
+    wrong = replace(wrong, bits=wrong.bits[:-1])
     writer = ReportWriter(engine)
     by_id = CollectionsById(engine)
-    first = fold_batch(writer, by_id, reports[:20])
-    second = fold_batch(writer, by_id, reports)  # the first 20 again, then the rest
+    first = fold_batch(writer, by_id, first_part)
+    second = fold_batch(writer, by_id, [*rest, wrong])
     writer.close()
-    assert (first.written, first.duplicate) == (20, 0)
-    assert (second.written, second.duplicate) == (len(reports) - 20, 20)
+    assert (first.written, first.duplicate, first.dropped) == (20, 0, 0)
+    # a message whose bits do not fit its ids is dropped whole
+    assert (second.written, second.duplicate, second.dropped) == (len(items) - 20, 20, 3)
     ids = {item["id"] for item in items}
     assert assert_stored_and_recounted(engine, "survey", ids) == ids
     engine.dispose()

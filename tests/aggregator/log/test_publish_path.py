@@ -99,7 +99,7 @@ def test_a_stopping_fold_worker_gives_its_fetched_batch_back() -> None:
         messages = [FakeMessage(), FakeMessage()]
         fetching: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         if done:
-            fetching.set_result(messages)
+            fetching.set_result([(message, None) for message in messages])
         await _give_back(fetching)
         return messages, fetching
 

@@ -1,6 +1,6 @@
 """Log mode and shuffled collections (docs/log-mode.md, docs/shuffler.md): a shuffler's
 batch is opened and judged by the ingest replica, and its new reports are published to
-the log like a direct upload's, with the same message ids; a fold worker stores and
+the log like a direct upload's batch, in the same messages; a fold worker stores and
 counts them. Against a real three-node JetStream cluster and PostgreSQL."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import nats
 from fastapi.testclient import TestClient
 
 from ldp_aggregator.app import create_app
-from ldp_aggregator.ingest_log.stream import log_settings_of, message_id
+from ldp_aggregator.ingest_log.stream import LogChunk, log_settings_of
 from ldp_aggregator.storage.collections import load_collection
 from ldp_aggregator.storage.engine import make_engine
 from ldp_shared.collection import CollectionConfig
@@ -25,8 +25,8 @@ from .cluster import NatsCluster
 from .test_log_outcomes import folding, log_settings, stored, wait_stored
 
 
-async def _message_ids(servers: list[str], stream: str) -> list[str]:
-    """The ``Nats-Msg-Id`` of every message in ``stream``, in the stream's order."""
+async def _messages(servers: list[str], stream: str) -> list[tuple[str, LogChunk]]:
+    """The ``Nats-Msg-Id`` and the reports of every message in ``stream``, in order."""
     client = await nats.connect(servers=servers)
     try:
         js = client.jetstream()
@@ -34,7 +34,8 @@ async def _message_ids(servers: list[str], stream: str) -> list[str]:
         found = []
         for seq in range(1, last + 1):
             message = await js.get_msg(stream, seq)
-            found.append(str((message.headers or {}).get("Nats-Msg-Id")))
+            header = str((message.headers or {}).get("Nats-Msg-Id"))
+            found.append((header, LogChunk.decode(message.data or b"")))
         return found
     finally:
         await client.close()
@@ -72,16 +73,18 @@ def test_a_shuffled_batch_goes_through_the_log(
         assert first.json()["accepted"] == len(reports)
         # accepted = in the log: nothing is in the database before a fold worker runs
         assert stored(engine) == 0
-        # a shuffler's retry (the same blobs) is deduplicated by the stream, by report id
+        # a shuffler's retry (the same blobs) is deduplicated by the stream: the same message
         again = post_batch(http, "survey", blobs).json()
         assert (again["accepted"], again["duplicate"]) == (0, len(reports))
-        # published like a direct upload's: one message per report, its id the same
+        # published like a direct upload's batch: one message for the batch's reports
         collection_id = load_collection(engine, "survey").id
         log = log_settings_of(settings)
         servers = [node.url for node in cluster.nodes]
-        published = asyncio.run(_message_ids(servers, log.stream))
-        assert len(published) == len(reports)
-        assert set(published) == {message_id(collection_id, r["id"]) for r in reports}
+        published = asyncio.run(_messages(servers, log.stream))
+        assert len(published) == 1
+        header, chunk = published[0]
+        assert (header, chunk.collection_id) == (chunk.message_id, collection_id)
+        assert sorted(chunk.report_ids) == sorted(r["id"] for r in reports)
         with folding(settings, engine):
             wait_stored(engine, len(reports))
         ids = {r["id"] for r in reports}
@@ -91,5 +94,5 @@ def test_a_shuffled_batch_goes_through_the_log(
         # closed: the whole batch refused before a blob is opened, nothing published
         assert http.post("/v1/collections/survey/close", headers=ADMIN).status_code == 200
         problem(post_batch(http, "survey", blobs), 409, "collection-closed")
-        assert asyncio.run(_last_seq(servers, log.stream)) == len(reports)
+        assert asyncio.run(_last_seq(servers, log.stream)) == 1
     engine.dispose()
