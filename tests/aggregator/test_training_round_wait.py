@@ -118,7 +118,7 @@ def test_the_curve_moves_to_its_table_and_back(client: TestClient, engine: Engin
         emptied = connection.execute(text("SELECT curve_json FROM training_rounds")).scalar_one()
     assert rows == [0, 1] and emptied == "[]"
     assert train.get(f"{jobs_path()}/{job_id}", headers=ANALYST).json()["curve"] == before
-    assert head_revision() == "0011" and training.TRAINING == "training"
+    assert head_revision() >= "0011" and training.TRAINING == "training"
 
 
 def test_a_replica_that_cached_a_deleted_collection_finds_the_new_one(tmp_path: Path) -> None:

@@ -75,12 +75,10 @@ collection_stats = Table(
 reports = Table(
     "reports",
     metadata,
-    Column(
-        "collection_id",
-        Integer,
-        ForeignKey("collections.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
+    # no foreign key (migration 0012): the writer holds the collection's row while it
+    # inserts (storage/lifecycle.refusal_to_write), and deleting a collection deletes its
+    # reports (storage/lifecycle.delete_collection)
+    Column("collection_id", Integer, nullable=False),
     Column("report_id", String(64), nullable=False),
     # the only times stored with a report, neither finer than the collection's period:
     # the period it was counted in, and the day (a weekly collection's: the week's Monday)
