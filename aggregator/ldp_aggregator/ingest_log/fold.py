@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from anyio import to_thread
+from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.errors import TimeoutError as NatsTimeoutError
@@ -204,7 +205,7 @@ class FoldWorker:
                     for part in _parts(fetched, self.batch):
                         await self._fold(part)
                     if fetched:
-                        await client.flush()
+                        await _flush(client)
             finally:
                 await _give_back(fetching)
         finally:
@@ -236,7 +237,10 @@ class FoldWorker:
                 fetched.append((message, LogChunk.decode(message.data)))
             except ValueError:  # nothing an aggregator published: never deliver it again
                 logger.warning("a message of the log is not a report; terminated")
-                await message.term()
+                try:
+                    await message.term()
+                except (NatsError, OSError):  # a node lost: it comes back, and is refused again
+                    logger.warning("terminating a message failed; it will be delivered again")
         if fetched:
             reports = sum(len(chunk.report_ids) for _, chunk in fetched)
             self._per_message = reports / len(fetched)
@@ -256,8 +260,11 @@ class FoldWorker:
             self.metrics.count_failed_batch()
             await asyncio.sleep(RETRY_SECONDS)
             return
-        for message, _ in part:
-            await message.ack()
+        try:
+            for message, _ in part:
+                await message.ack()
+        except (NatsError, OSError) as error:  # a node lost: redelivered, then skipped
+            logger.warning("acknowledging a folded batch failed: %s", type(error).__name__)
         self.metrics.observe_batch(reports, result.written, result.duplicate, result.dropped)
 
 
@@ -274,6 +281,17 @@ def _parts(fetched: list[tuple[Msg, LogChunk]], batch: int) -> Iterator[list[tup
         size += len(chunk.report_ids)
     if part:
         yield part
+
+
+async def _flush(client: Client) -> None:
+    """Send the batch's acknowledgements now. A node lost meanwhile (the flush times out
+    while the client reconnects) is not the worker's end: acknowledgements that did not
+    reach the stream make it redeliver the batch after ``ack_wait``, and the database
+    then finds every id stored."""
+    try:
+        await client.flush()
+    except (NatsError, OSError) as error:
+        logger.warning("flushing acknowledgements failed: %s", type(error).__name__)
 
 
 async def _give_back(fetching: asyncio.Future[list[tuple[Msg, LogChunk]]]) -> None:

@@ -5,17 +5,22 @@ stopping fold worker does with a batch it fetched."""
 from __future__ import annotations
 
 import asyncio
+from datetime import date
 from typing import Any, cast
 
 import pytest
 from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.errors import ConnectionClosedError, FlushTimeoutError
 from nats.js import JetStreamContext
 from nats.js.api import PubAck
 
+from ldp_aggregator.ingest_log import fold as fold_module
 from ldp_aggregator.ingest_log import publisher as publisher_module
-from ldp_aggregator.ingest_log.fold import _give_back
+from ldp_aggregator.ingest_log.fold import FoldResult, FoldWorker, _flush, _give_back
+from ldp_aggregator.ingest_log.fold_metrics import FoldMetrics
 from ldp_aggregator.ingest_log.publisher import LogPublisher, LogUnavailableError
-from ldp_aggregator.ingest_log.stream import LogSettings
+from ldp_aggregator.ingest_log.stream import LogChunk, LogSettings
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_shared.errors import CollectionClosedError
 
@@ -107,3 +112,34 @@ def test_a_stopping_fold_worker_gives_its_fetched_batch_back() -> None:
     assert [m.naked for m in messages] == [True, True]
     messages, fetching = asyncio.run(stop_with(False))
     assert fetching.cancelled() and not any(m.naked for m in messages)
+
+
+class AckLost(FakeMessage):
+    async def ack(self) -> None:
+        raise ConnectionClosedError
+
+
+class FlushLost:
+    async def flush(self) -> None:
+        raise FlushTimeoutError
+
+
+def test_a_node_lost_while_acknowledging_does_not_end_the_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After the commit, acknowledgements that cannot be sent (the node went away) are
+    logged, not raised: the batch comes back after ack_wait and is found stored."""
+    asyncio.run(_flush(cast(Client, FlushLost())))  # no exception
+
+    def written(*_: object) -> FoldResult:
+        return FoldResult(written=3, duplicate=0, dropped=0)
+
+    monkeypatch.setattr(fold_module, "fold_batch", written)
+    worker = FoldWorker.__new__(FoldWorker)  # no database, no log: only _fold runs
+    worker.metrics, worker.writer, worker.by_id = FoldMetrics(), None, None  # type: ignore[assignment]
+    chunk = LogChunk(1, "h" * 64, 0, date(2026, 11, 23), ("a" * 8, "b" * 8, "c" * 8), b"xyz")
+    asyncio.run(worker._fold([(cast(Msg, AckLost()), chunk)]))
+    counted = worker.metrics.registry.get_sample_value(
+        "ldpcollect_fold_reports_total", {"outcome": "written"}
+    )
+    assert counted == 3
