@@ -109,9 +109,10 @@ def fold_rate(
     log_path: Path,
     nats: list[int],
     workers: int = 1,
+    idle: float = 5.0,
 ) -> dict[str, Any]:
     """Start ``workers`` fold workers on a backlog; reports/s from the first commit seen
-    to the last."""
+    to the last (done once nothing changed for ``idle`` seconds)."""
     before = stored(database_url, name)
     processes = [fold_worker(database_url, log_url, log_path) for _ in range(workers)]
 
@@ -136,7 +137,7 @@ def fold_rate(
                     first = last
                 last = (now, count)
                 cpu_after = cpu()
-            elif first is not None and now - last[0] > 5.0:
+            elif first is not None and now - last[0] > idle:
                 break
     finally:
         for process in processes:
@@ -206,6 +207,7 @@ def main() -> None:
     args.seconds = args.seconds or sized(10.0, 3.0, 0.5, args)
     args.warmup = args.warmup if args.warmup is not None else sized(2.0, 1.0, 0.2, args)
     args.rounds = args.rounds or sized(3, 1, 1, args)
+    args.idle = sized(5.0, 5.0, 1.0, args)  # a fold is over once nothing changed this long
     started = start_marker()
     wrk = wrk_path()
     if wrk is None or not Path(NATS).is_file():
@@ -256,7 +258,9 @@ def main() -> None:
                 answered = max(backlog["reports_answered_2xx"], 1)
                 backlog["nats_cpu_ms_per_report"] = 1e3 * nats_cpu / answered
                 fold_log = Path(tmp) / f"fold-{round_}-{workers}.log"
-                fold = fold_rate(url, log_url, "logged", 600, fold_log, nats_pids, workers)
+                fold = fold_rate(
+                    url, log_url, "logged", 600, fold_log, nats_pids, workers, args.idle
+                )
                 fold["over_batched_direct"] = fold.get("reports_per_second", 0.0) / max(
                     entry["direct"]["reports_per_second"], 1e-9
                 )

@@ -69,8 +69,14 @@ def test_the_foreign_key_goes_and_every_report_stays(at_0011: Engine) -> None:
         assert count_reports(connection, gone.id) == 0
         assert count_reports(connection, kept.id) == len(ROWS)
 
-    # and back: the key again, orphans (none here) dropped first
+    # and back: orphans (a report whose collection is gone, possible without the key)
+    # dropped first, then the key again
+    with at_0011.begin() as connection:
+        insert_reports(connection, gone.id, ROWS[:2], date(2026, 11, 23), 0)
     downgrade(at_0011, "0011")
+    with at_0011.connect() as connection:
+        assert count_reports(connection, gone.id) == 0
+        assert count_reports(connection, kept.id) == len(ROWS)
     assert len(foreign_keys(at_0011)) == 1
     if at_0011.dialect.name == "sqlite":
         assert without_rowid(at_0011)

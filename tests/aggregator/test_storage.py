@@ -147,3 +147,15 @@ def test_an_upgraded_database_holds_every_report_in_one_period(tmp_path: Path) -
             current_stats(engine, collection, parse_window("2020-01-01", "2020-01-02", "day"))
         assert config.spec.period == "day"
     engine.dispose()
+
+
+def test_a_database_error_never_shows_report_ids_or_bits(fresh: Engine) -> None:
+    """An error's message (what a log would print) leaves the parameters out."""
+    upgrade(fresh)
+    secret_id, secret_bits = "never-in-a-log-0123", b"\x07\x08"
+    statement = text("INSERT INTO reports VALUES (:cid, :rid, :day, :period, :bits)")
+    values = {"cid": 1, "rid": secret_id, "day": "2026-11-23", "period": 0, "bits": secret_bits}
+    with pytest.raises(Exception) as raised, fresh.begin() as connection:
+        connection.execute(statement, values)
+        connection.execute(statement, values)  # the same key again
+    assert secret_id not in str(raised.value) and "hidden" in str(raised.value)

@@ -62,9 +62,11 @@ another worker (a killed worker's batch comes back after this)."""
 FETCH_SECONDS = 1.0
 RETRY_SECONDS = 1.0
 MAX_FETCH_MESSAGES = 1_000
-"""Messages per fetch at most, so that a fetch holds at most this many times a message's
-largest payload (:data:`~ldp_aggregator.ingest_log.stream.CHUNK_BYTES`: 128 MiB) whatever
-the messages turn out to be; one-report messages are fetched a thousand at a time."""
+"""Messages per fetch at most, so that a fetch receives at most this many times a
+message's largest payload (:data:`~ldp_aggregator.ingest_log.stream.CHUNK_BYTES`:
+128 MiB) whatever the messages turn out to be; one-report messages are fetched a
+thousand at a time. Of what a fetch brings, a worker keeps messages of at most twice
+its batch in reports and hands the rest back at once (negative acknowledgement)."""
 
 
 @dataclass(frozen=True)
@@ -247,7 +249,14 @@ class FoldWorker:
         if messages:
             self.metrics.set_lag(messages[-1].metadata.num_pending)
             self.metrics.count_redelivered(sum(m.metadata.num_delivered > 1 for m in messages))
-        return fetched
+        kept, surplus = _within(fetched, 2 * self.batch)
+        try:  # more than this worker should hold (one-report messages were followed by
+            # batches'): handed back at once, for this or another worker's next fetch
+            for message, _ in surplus:
+                await message.nak()
+        except (NatsError, OSError):  # a node lost: they come back after ack_wait
+            logger.warning("a fetch's surplus was not given back; redelivered after ack_wait")
+        return kept
 
     async def _fold(self, part: list[tuple[Msg, LogChunk]]) -> None:
         """Write one transaction's messages, then acknowledge them."""
@@ -266,6 +275,19 @@ class FoldWorker:
         except (NatsError, OSError) as error:  # a node lost: redelivered, then skipped
             logger.warning("acknowledging a folded batch failed: %s", type(error).__name__)
         self.metrics.observe_batch(reports, result.written, result.duplicate, result.dropped)
+
+
+def _within(
+    fetched: list[tuple[Msg, LogChunk]], limit: int
+) -> tuple[list[tuple[Msg, LogChunk]], list[tuple[Msg, LogChunk]]]:
+    """The first messages of ``fetched`` that hold at most ``limit`` reports (at least
+    one message), and the rest."""
+    total = 0
+    for k, (_, chunk) in enumerate(fetched):
+        total += len(chunk.report_ids)
+        if total > limit and k > 0:
+            return fetched[:k], fetched[k:]
+    return fetched, []
 
 
 def _parts(fetched: list[tuple[Msg, LogChunk]], batch: int) -> Iterator[list[tuple[Msg, LogChunk]]]:

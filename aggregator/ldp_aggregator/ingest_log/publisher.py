@@ -139,7 +139,7 @@ class LogPublisher:
         its duplicate messages). Returns once every message is acknowledged."""
         collection = pending.collection
         subject = self.settings.subject(collection.id)
-        step = chunk_size(collection.config.report_bytes)
+        step = chunk_size(collection.config.report_bytes, self.client.max_payload)
         messages = [
             LogChunk(
                 collection_id=collection.id,

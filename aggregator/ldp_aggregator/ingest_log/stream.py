@@ -21,6 +21,7 @@ import base64
 import hashlib
 import json
 import logging
+import re
 from dataclasses import dataclass
 from datetime import date
 from urllib.parse import urlsplit
@@ -35,6 +36,7 @@ from nats.js.errors import NotFoundError
 
 from ldp_aggregator.settings import Settings
 from ldp_shared.errors import ConfigurationError, TransportError
+from ldp_shared.wire.reports import REPORT_ID_PATTERN
 
 logger = logging.getLogger("ldp_aggregator")
 
@@ -180,6 +182,7 @@ async def _create_unless_exists(js: JetStreamContext, settings: LogSettings) -> 
     )
 
 
+_REPORT_ID = re.compile(REPORT_ID_PATTERN)
 CHUNK_REPORTS = 1_000
 """At most this many reports in one message."""
 CHUNK_BYTES = 128 * 1024
@@ -187,11 +190,17 @@ CHUNK_BYTES = 128 * 1024
 ``max_payload``, 1 MiB by default)."""
 
 
-def chunk_size(report_bytes: int) -> int:
+PAYLOAD_HEADROOM = 1024
+"""Bytes of a message left for its JSON keys and the collection's fields."""
+
+
+def chunk_size(report_bytes: int, max_payload: int = CHUNK_BYTES + PAYLOAD_HEADROOM) -> int:
     """Reports per message for reports of ``report_bytes`` packed bytes: base64 (4/3) plus
-    an id of at most 64 characters and JSON's quotes and comma, under :data:`CHUNK_BYTES`."""
+    an id of at most 64 characters and JSON's quotes and comma, under :data:`CHUNK_BYTES`
+    and under the server's ``max_payload`` (less :data:`PAYLOAD_HEADROOM`)."""
     per_report = (4 * report_bytes) // 3 + 4 + 64 + 3
-    return max(1, min(CHUNK_REPORTS, CHUNK_BYTES // per_report))
+    room = min(CHUNK_BYTES, max_payload - PAYLOAD_HEADROOM)
+    return max(1, min(CHUNK_REPORTS, room // per_report))
 
 
 @dataclass(frozen=True)
@@ -234,14 +243,17 @@ class LogChunk:
 
     @classmethod
     def decode(cls, payload: bytes) -> LogChunk:
-        """The reports of a message; ``ValueError`` for one no aggregator published (the
-        bits' length is checked against the collection's by the fold)."""
+        """The reports of a message; ``ValueError`` for anything no aggregator published
+        (whatever the payload makes the parser raise). Every id must have a report id's
+        shape; the bits' length is checked against the collection's by the fold."""
         try:
             data = json.loads(payload)
             ids = data["i"]
             report_ids = (ids,) if isinstance(ids, str) else tuple(ids)
-            if not report_ids or not all(isinstance(i, str) for i in report_ids):
-                raise ValueError("no report ids")
+            if not isinstance(ids, str | list) or not 0 < len(report_ids) <= CHUNK_REPORTS:
+                raise ValueError("no list of report ids")
+            if not all(isinstance(i, str) and _REPORT_ID.fullmatch(i) for i in report_ids):
+                raise ValueError("not a report id")
             return cls(
                 collection_id=int(data["c"]),
                 config_hash=str(data["h"]),
@@ -250,8 +262,8 @@ class LogChunk:
                 report_ids=report_ids,
                 bits=base64.b64decode(data["b"], validate=True),
             )
-        except (KeyError, TypeError, ValueError) as error:
-            raise ValueError(f"not a report message: {error}") from None
+        except Exception as error:  # a message is data: any failure of it refuses it
+            raise ValueError(f"not a report message: {type(error).__name__}") from None
 
 
 def message_id(collection_id: int, report_id: str) -> str:

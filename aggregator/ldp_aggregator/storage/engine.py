@@ -73,8 +73,14 @@ def make_engine(database_url: str, **kwargs: Any) -> Engine:
         raise ConfigurationError(
             f"the database URL cannot be parsed as a URL: write {ACCEPTED_URLS}"
         ) from None
-    # LIFO: reuse the most recently used connection, whose page cache is warm
-    options: dict[str, Any] = {"pool_pre_ping": True, "pool_use_lifo": True}
+    # LIFO: reuse the most recently used connection, whose page cache is warm. An error's
+    # message never shows a statement's parameters: they are report ids and bits, which
+    # must not reach a log (docs/privacy-at-rest.md)
+    options: dict[str, Any] = {
+        "pool_pre_ping": True,
+        "pool_use_lifo": True,
+        "hide_parameters": True,
+    }
     if url.get_backend_name() == "sqlite":
         # the pool hands connections to the request threads one at a time
         options["connect_args"] = {"check_same_thread": False}

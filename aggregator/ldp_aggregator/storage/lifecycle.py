@@ -4,9 +4,10 @@ A collection's config never changes; whether it takes new reports does. An admin
 it (``closed_day`` is set to the day, the finest time stored) and may reopen it; its
 statistics, and so its estimates and models, stay readable while it is closed.
 
-Deleting a collection deletes its row; the foreign keys (``ON DELETE CASCADE``) take its
-statistics, reports, models and jobs with it, and a job's training rounds, tokens and
-reports with the job, in the same transaction: nothing is half deleted.
+Deleting a collection deletes its row and its reports (:func:`delete_collection`; the
+reports table has no foreign key); the foreign keys (``ON DELETE CASCADE``) take its
+statistics, models and jobs with it, and a job's training rounds, tokens and reports with
+the job, in the same transaction: nothing is half deleted.
 
 Replicas cache collections (:class:`~ldp_aggregator.storage.collections.CollectionCache`),
 so the database decides: :func:`refusal_to_write` runs inside the transaction that writes

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ldp_aggregator.ingest_log.fold import _parts
+from ldp_aggregator.ingest_log.fold import _parts, _within
 from ldp_aggregator.ingest_log.stream import (
     CHUNK_BYTES,
     CHUNK_REPORTS,
@@ -46,9 +46,26 @@ def test_messages_round_trip_and_refuse_what_no_aggregator_published() -> None:
         chunk = _chunk(ids)
         assert LogChunk.decode(chunk.encode()) == chunk
     good = json.loads(_chunk(("abcdefgh", "ijklmnop")).encode())
-    for bad in ({**good, "i": []}, {**good, "i": [1, 2]}, {**good, "b": "!!"}, {"c": 1}):
+    long_id = "a" * 65  # longer than a report id may be: the database would refuse it
+    bad_ones = [
+        {**good, "i": []},
+        {**good, "i": [1, 2]},
+        {**good, "i": {"abcdefgh": 1}},
+        {**good, "i": [long_id]},
+        {**good, "i": ["abc:defgh"]},
+        {**good, "i": ["abcdefgh"] * (CHUNK_REPORTS + 1)},
+        {**good, "b": "!!"},
+        {"c": 1},
+    ]
+    payloads = [json.dumps(bad).encode() for bad in bad_ones]
+    payloads += [
+        json.dumps(good).replace('"c": 7', '"c": 1e400').encode(),  # OverflowError
+        b"[" * 100_000,  # RecursionError
+        b"\xff",
+    ]
+    for payload in payloads:
         with pytest.raises(ValueError, match="not a report message"):
-            LogChunk.decode(json.dumps(bad).encode())
+            LogChunk.decode(payload)
 
 
 @pytest.mark.parametrize("report_bytes", [1, 2, 128, 4096, 200_000])
@@ -84,3 +101,18 @@ def test_a_fetch_is_cut_into_transactions_of_at_most_the_batch() -> None:
     assert _sizes(list(_parts(fetched, 10_000))) == [[1, 1, 400, 600, 1, 1000, 3]]
     assert _sizes(list(_parts(fetched[5:6], 10))) == [[1000]]  # larger than a batch: alone
     assert list(_parts([], 10)) == []
+
+
+def test_a_worker_keeps_at_most_twice_its_batch_of_a_fetch() -> None:
+    """One-report messages followed by batches' in one fetch: what is beyond the limit
+    is handed back, never less than one message."""
+    sizes = [1] * 5 + [1000] * 4
+    fetched = [
+        (k, _chunk(tuple(f"id{k:06d}{j:03d}" for j in range(n)))) for k, n in enumerate(sizes)
+    ]
+    kept, surplus = _within(fetched, 2000)
+    assert [len(c.report_ids) for _, c in kept] == [1] * 5 + [1000]
+    assert [k for k, _ in surplus] == [6, 7, 8]
+    kept, surplus = _within(fetched[5:], 10)  # one message larger than the limit: kept
+    assert len(kept) == 1 and len(surplus) == 3
+    assert _within(fetched[:5], 10) == (fetched[:5], [])

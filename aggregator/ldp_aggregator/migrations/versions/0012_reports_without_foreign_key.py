@@ -1,13 +1,15 @@
 """reports without a foreign key to collections
 
 The foreign key checked every inserted report's collection (on PostgreSQL a lookup and
-a ``FOR KEY SHARE`` lock of the collection's row per row): about a third of an insert's
-time, measured with 50,000 rows (docs/log-mode.md). Nothing needs it: every writer holds
-the collection's row while it inserts (``storage/lifecycle.refusal_to_write``; on SQLite
-the database's write lock), and deleting a collection deletes its reports in the same
-transaction (``storage/lifecycle.delete_collection``), which the ``ON DELETE CASCADE``
-did before. SQLite rebuilds the table to drop the constraint (a copy of every stored
-report, once).
+a ``FOR KEY SHARE`` lock of the collection's row per row): an insert of 10,000 reports
+took 1.5 times as long with it (``bench/report_insert.py``, docs/log-mode.md). Nothing
+needs it: every writer holds the collection's row while it inserts
+(``storage/lifecycle.refusal_to_write``; on SQLite the database's write lock), and
+deleting a collection deletes its reports in the same transaction
+(``storage/lifecycle.delete_collection``), which the ``ON DELETE CASCADE`` did before.
+SQLite rebuilds the table to drop the constraint (a copy of every stored report, once).
+A replica on older code that deletes a collection after this migration leaves its
+reports behind: upgrade every replica before deleting collections (docs/log-mode.md).
 
 Revision ID: 0012
 Revises: 0011
