@@ -18,11 +18,12 @@ answers; the result says when it does not.
 
 With ``--http`` it measures what a user meets instead: ``ldpcollect serve`` on a free
 port and a temporary SQLite file, and the fleet of ``ldpcollect train`` (the SDK's
-devices, 16 at a time) against it. Pairs are interleaved on the same server: a whole
-training job of ``--devices`` devices in rounds of ``--round-size``, then ``--uploads``
-single-report uploads (one report per request, 16 at a time, the SDK's request). The
-server's CPU is read from ``/proc/<pid>/stat`` around each half; the 429s from its
-``/metrics``.
+devices, 16 at a time: a place, then the report, two requests each) against it. Pairs
+are interleaved on the same server: a whole training job of ``--devices`` devices in
+rounds of ``--round-size``, then ``--uploads`` single-report uploads (one report per
+request, 16 at a time, the SDK's request). The server's CPU is read from
+``/proc/<pid>/stat`` around each half; the 429s and the requests per device from its
+``/metrics``; the load average before and after each job.
 
     python bench/training_service.py --http --devices 10000 --round-size 20 --pairs 1
 """
@@ -209,6 +210,7 @@ def run_http(devices: int, round_size: int, pairs: int, uploads: int) -> dict[st
             pid, base = server.process.pid, server.base_url
             for pair in range(pairs):
                 log(f"[training_service] http pair {pair + 1}/{pairs}: {devices:,} devices")
+                load_before = list(os.getloadavg())
                 before, c0, w0 = _requests(base), _server_cpu(pid), time.perf_counter()
                 result = _fleet(base, admin, analyst, devices, round_size)
                 c1, w1 = _server_cpu(pid), time.perf_counter()
@@ -235,6 +237,11 @@ def run_http(devices: int, round_size: int, pairs: int, uploads: int) -> dict[st
                         "participation_429s": refused,
                         "requests": diff,
                         "accuracy": result.accuracy,
+                        "requests_per_device": sum(
+                            v for k, v in diff.items() if "/participations" in k
+                        )
+                        / result.devices,
+                        "load_average_before": load_before,
                         "load_average_after": list(os.getloadavg()),
                     }
                 )

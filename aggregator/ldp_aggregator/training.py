@@ -15,6 +15,7 @@ import functools
 import secrets
 from dataclasses import dataclass
 
+import numpy as np
 from sqlalchemy import Connection, Engine, select
 
 from ldp_aggregator.collections import refused_as_configuration
@@ -23,7 +24,12 @@ from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.jobs import JobRow, insert_job, jobs, read_job, update_job
 from ldp_shared.analyses.logistic.planning import default_bound, plan_training, smoothness
 from ldp_shared.analyses.logistic.training import TrainingPlan, plan_of
-from ldp_shared.errors import InsufficientReportsError, InvalidQueryError, NotFoundError
+from ldp_shared.errors import (
+    InsufficientReportsError,
+    InvalidQueryError,
+    InvalidReportError,
+    NotFoundError,
+)
 from ldp_shared.learning import device
 from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomizer
@@ -276,6 +282,23 @@ def job_layout_json(engine: Engine, collection: StoredCollection, job_id: str) -
         return _known(connection, collection, job_id).layout_json
 
 
+def check_report(mechanisms: JobMechanisms, role: str, payload: bytes) -> None:
+    """:class:`InvalidReportError` unless ``payload`` is a report of ``role`` that the
+    job's mechanism makes (its size, and bytes it can produce)."""
+    randomizer = mechanisms.gradient if role == "gradient" else mechanisms.loss
+    assert randomizer is not None  # a loss token exists only when loss reports do
+    size = randomizer.segment.byte_length
+    if len(payload) != size:
+        raise InvalidReportError(
+            f"a {role} report of this job is {size} bytes (base64), got {len(payload)}"
+        )
+    unpacked = randomizer.unpack(np.frombuffer(payload, dtype=np.uint8).reshape(1, size))
+    if bool(unpacked.bad[0]):
+        raise InvalidReportError(
+            f"the {role} report is not one this mechanism makes: {unpacked.problem}"
+        )
+
+
 def progress_text(spec: TrainingSpec, round_: int) -> str:
     return f"round {round_} of {spec.rounds}" if round_ < (spec.rounds or 0) else "finished"
 
@@ -283,6 +306,7 @@ def progress_text(spec: TrainingSpec, round_: int) -> str:
 __all__ = [
     "TRAINING",
     "JobMechanisms",
+    "check_report",
     "complete_spec",
     "create_job",
     "device_job",

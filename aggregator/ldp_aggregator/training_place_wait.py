@@ -14,9 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
-
-from starlette.concurrency import run_in_threadpool
+from collections.abc import Awaitable, Callable
 
 from ldp_shared.errors import RateLimitedError
 
@@ -51,15 +49,37 @@ class RoundSignals:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._generation: dict[str, int] = {}
+        self._full: dict[str, tuple[int, float]] = {}
         self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
 
     def generation(self, job_id: str) -> int:
         with self._lock:
             return self._generation.get(job_id, 0)
 
-    def notify(self, job_id: str, *, finished: bool = False) -> None:
-        """Round closed (``finished``: the job's last; its entry is dropped)."""
+    def mark_full(self, job_id: str, seen: int, seconds: float) -> None:
+        """Every place of the job's open round was held at generation ``seen``: for the
+        next ``seconds``, or until :meth:`notify`, :meth:`known_full` says so."""
         with self._lock:
+            if self._generation.get(job_id, 0) == seen:
+                self._full[job_id] = (seen, time.monotonic() + seconds)
+
+    def known_full(self, job_id: str, seen: int) -> bool:
+        """Whether a request that read generation ``seen`` may wait for the round to
+        close without asking first (:meth:`mark_full` since, and not expired)."""
+        with self._lock:
+            found = self._full.get(job_id)
+            if found is None:
+                return False
+            if found[0] != seen or time.monotonic() >= found[1]:
+                del self._full[job_id]
+                return False
+            return True
+
+    def notify(self, job_id: str, *, finished: bool = False) -> None:
+        """Round closed, or a place given back (``finished``: the job's last round
+        closed; its entry is dropped): the job's waiting requests ask again."""
+        with self._lock:
+            self._full.pop(job_id, None)
             if finished:
                 self._generation.pop(job_id, None)
             else:
@@ -99,23 +119,32 @@ round_signals = RoundSignals()
 
 
 async def wait_for_place(
-    issue: Callable[[], bytes], job_id: str, *, wait_seconds: float | None = None
+    issue: Callable[[], Awaitable[bytes]], job_id: str, *, wait_seconds: float | None = None
 ) -> bytes:
-    """``issue()`` (:func:`~ldp_aggregator.training_rounds.issue_participation_json` for
-    ``job_id``) in a worker thread;
+    """``await issue()`` (:func:`~ldp_aggregator.training_rounds.issue_in` for ``job_id``,
+    run by the app's :class:`~ldp_aggregator.training_commit.TrainingCommitter`);
     while every place is held (its :class:`RateLimitedError`), called again when the
     job's round closes in this process (:data:`round_signals`), at least every
     :data:`POLL_SECONDS`, for up to ``wait_seconds`` (:data:`PLACE_WAIT_SECONDS`); then
     the 429 is raised. No worker thread is held while it waits.
+
+    A request that comes while this process has just been told the round is full (a
+    refusal less than :data:`POLL_SECONDS` ago, no close or give-back since) waits for
+    the close first instead of asking: at a round boundary the devices that come back
+    for a place would otherwise each cost a transaction that only says "full". It asks
+    at least every :data:`POLL_SECONDS` all the same, and always once at its deadline.
     """
     budget = PLACE_WAIT_SECONDS if wait_seconds is None else wait_seconds
     deadline = time.monotonic() + budget
     while True:
         seen = round_signals.generation(job_id)
-        try:
-            return await run_in_threadpool(issue)
-        except RateLimitedError:  # the only one it raises: every place is held
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise
+        left = deadline - time.monotonic()
+        if left <= 0 or not round_signals.known_full(job_id, seen):
+            try:
+                return await issue()
+            except RateLimitedError:  # the only one it raises: every place is held
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise
+                round_signals.mark_full(job_id, seen, POLL_SECONDS)
         await round_signals.wait(job_id, seen, min(left, POLL_SECONDS))

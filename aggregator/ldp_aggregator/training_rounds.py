@@ -12,7 +12,10 @@ transaction (:func:`ldp_aggregator.training_close.close_if_full`). Nothing runs 
 background, so a job survives a restart, and replicas sharing one PostgreSQL database
 take reports of one round side by side: every writing transaction first locks the job's
 round row (:func:`_lock`), so a round never takes more reports than its places and is
-closed exactly once.
+closed exactly once. The routes run :func:`issue_in`, :func:`accept_in` and
+:func:`release_in` (a device giving its place back) in the transactions of
+:mod:`ldp_aggregator.training_commit`, many requests to a commit; each reads and checks
+before it writes, so a refused request writes nothing.
 
 See ``docs/training-jobs.md``.
 """
@@ -25,9 +28,8 @@ import math
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-import numpy as np
 from sqlalchemy import Connection, Engine
 
 from ldp_aggregator.storage import participations as tokens
@@ -36,12 +38,11 @@ from ldp_aggregator.storage.at_rest import truncate_wal
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.lifecycle import refusal_to_write
 from ldp_aggregator.storage.training import RoundCounts
-from ldp_aggregator.training import JobMechanisms, device_job, progress_text
+from ldp_aggregator.training import JobMechanisms, check_report, device_job, progress_text
 from ldp_aggregator.training_close import close_if_full
 from ldp_aggregator.training_place_wait import round_signals
 from ldp_shared.errors import (
     AlreadyParticipatedError,
-    InvalidReportError,
     NotFoundError,
     RateLimitedError,
     RoundClosedError,
@@ -153,46 +154,60 @@ def issue_participation_json(
 ) -> bytes:
     """:func:`issue_participation`, as the JSON of the :class:`Participation` the route
     answers (the round's shared part serialised once per round)."""
-    token = secrets.token_urlsafe(32)
     with engine.begin() as connection:
-        state = _lock(connection, collection, job_id)
-        mechanisms = device_job(connection, collection, job_id)
-        _refuse_if_closed(connection, collection)
-        if state.round >= mechanisms.plan.rounds:
-            raise RoundClosedError(f"training job {job_id!r} has finished; it takes no reports")
-        spec = mechanisms.spec
-        now = int(time.time())
-        pending = tokens.pending_tokens(connection, job_id, state.round, now)
-        received = {"gradient": state.gradient_received, "loss": state.loss_received}
-        free = {
-            role: places - received[role] - pending.get(role, 0)
-            for role, places in mechanisms.places.items()
-        }
-        held_until = tokens.hold_end(now, math.ceil(spec.participation_seconds))
-        total = sum(max(0, n) for n in free.values())
-        if total > 0:
-            role = _draw_role(free, total, randbelow)
-            tokens.insert_token(connection, job_id, _hash(token), state.round, role, held_until)
-        elif overissue and tokens.places_lapsed(connection, job_id, state.round, now):
-            # a holder that never reports (a squatter, or a device gone) must not stall
-            # the round: issue beyond the places, the first reports close it
-            needed = {role: places - received[role] for role, places in mechanisms.places.items()}
-            role = _draw_role(needed, sum(max(0, n) for n in needed.values()), randbelow)
-            tokens.insert_spare(connection, job_id, _hash(token), state.round, role)
-        else:
-            # the places are held by devices computing their reports; the round closes
-            # (and the next opens) as soon as those arrive, or a place is freed when it
-            # expires: a device asks again soon, and the detail states the longest wait
-            first = tokens.first_held_until(connection, job_id, state.round, now)
-            wait = held_place_wait(first, now)
-            raise RateLimitedError(
-                f"every place of round {state.round} of training job {job_id!r} is held by a"
-                f" device that has not answered yet; try again in {RETRY_SECONDS} s: the"
-                f" round closes as soon as those devices answer, and the first held place"
-                f" is freed in {wait} s at the latest",
-                retry_after=RETRY_SECONDS,
-            )
-        shared = _shared_json(connection, collection, job_id, state.round, mechanisms)
+        return issue_in(connection, collection, job_id, overissue=overissue, randbelow=randbelow)
+
+
+def issue_in(
+    connection: Connection,
+    collection: StoredCollection,
+    job_id: str,
+    *,
+    overissue: bool = True,
+    randbelow: Callable[[int], int] = secrets.randbelow,
+) -> bytes:
+    """:func:`issue_participation_json` in the caller's transaction (a group's,
+    :mod:`ldp_aggregator.training_commit`): it reads and checks first and writes last,
+    so a refusal writes nothing."""
+    token = secrets.token_urlsafe(32)
+    state = _lock(connection, collection, job_id)
+    mechanisms = device_job(connection, collection, job_id)
+    _refuse_if_closed(connection, collection)
+    if state.round >= mechanisms.plan.rounds:
+        raise RoundClosedError(f"training job {job_id!r} has finished; it takes no reports")
+    spec = mechanisms.spec
+    now = int(time.time())
+    pending = tokens.pending_tokens(connection, job_id, state.round, now)
+    received = {"gradient": state.gradient_received, "loss": state.loss_received}
+    free = {
+        role: places - received[role] - pending.get(role, 0)
+        for role, places in mechanisms.places.items()
+    }
+    held_until = tokens.hold_end(now, math.ceil(spec.participation_seconds))
+    total = sum(max(0, n) for n in free.values())
+    if total > 0:
+        role = _draw_role(free, total, randbelow)
+        tokens.insert_token(connection, job_id, _hash(token), state.round, role, held_until)
+    elif overissue and tokens.places_lapsed(connection, job_id, state.round, now):
+        # a holder that never reports (a squatter, or a device gone) must not stall
+        # the round: issue beyond the places, the first reports close it
+        needed = {role: places - received[role] for role, places in mechanisms.places.items()}
+        role = _draw_role(needed, sum(max(0, n) for n in needed.values()), randbelow)
+        tokens.insert_spare(connection, job_id, _hash(token), state.round, role)
+    else:
+        # the places are held by devices computing their reports; the round closes
+        # (and the next opens) as soon as those arrive, or a place is freed when it
+        # expires: a device asks again soon, and the detail states the longest wait
+        first = tokens.first_held_until(connection, job_id, state.round, now)
+        wait = held_place_wait(first, now)
+        raise RateLimitedError(
+            f"every place of round {state.round} of training job {job_id!r} is held by a"
+            f" device that has not answered yet; try again in {RETRY_SECONDS} s: the"
+            f" round closes as soon as those devices answer, and the first held place"
+            f" is freed in {wait} s at the latest",
+            retry_after=RETRY_SECONDS,
+        )
+    shared = _shared_json(connection, collection, job_id, state.round, mechanisms)
     return _participation_json(shared, token, role, held_until)
 
 
@@ -239,43 +254,108 @@ def accept_report(
     round's last place. Nothing is stored when any check fails."""
     payload = decode_bits(body.report)
     with engine.begin() as connection:
-        state = _lock(connection, collection, job_id)
-        mechanisms = device_job(connection, collection, job_id)
-        _refuse_if_closed(connection, collection)
-        if state.round >= mechanisms.plan.rounds:  # its tokens are gone: say why
-            raise RoundClosedError(f"training job {job_id!r} has finished; the report was not kept")
-        used = tokens.use_token(connection, job_id, _hash(token))
-        if used is None:
-            raise NotFoundError(f"training job {job_id!r} issued no such participation")
-        if used.used:
-            raise AlreadyParticipatedError("this participation has sent its report already")
-        if used.round != state.round:
-            now = progress_text(mechanisms.spec, state.round)
-            raise RoundClosedError(
-                f"round {used.round} of training job {job_id!r} is closed (the job is at"
-                f" {now}); the report was not kept"
-            )
-        _check_report(mechanisms, used.role, payload)
-        if not store.claim_place(
-            connection, job_id, used.round, used.role, mechanisms.places[used.role]
-        ):
-            raise RoundClosedError(f"round {used.round} has no free place for this report")
-        store.insert_report(connection, job_id, used.round, used.role, payload)
-        counts = replace(
-            state,
-            gradient_received=state.gradient_received + (used.role == "gradient"),
-            loss_received=state.loss_received + (used.role == "loss"),
+        accepted = accept_in(connection, collection, job_id, token, payload)
+    after_report(engine, accepted)
+    return accepted.result
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A kept report: the answer, and whether it closed its job's round (and the last)."""
+
+    result: ParticipationResult
+    finished: bool
+
+
+def accept_in(
+    connection: Connection,
+    collection: StoredCollection,
+    job_id: str,
+    token: str,
+    payload: bytes,
+) -> Accepted:
+    """:func:`accept_report` in the caller's transaction (a group's,
+    :mod:`ldp_aggregator.training_commit`), the report already decoded; it reads and
+    checks first and writes last, so a refusal writes nothing. Once the transaction has
+    committed, :func:`after_report`."""
+    state = _lock(connection, collection, job_id)
+    mechanisms = device_job(connection, collection, job_id)
+    _refuse_if_closed(connection, collection)
+    if state.round >= mechanisms.plan.rounds:  # its tokens are gone: say why
+        raise RoundClosedError(f"training job {job_id!r} has finished; the report was not kept")
+    found = store.find_token(connection, job_id, _hash(token))
+    if found is None:
+        raise NotFoundError(f"training job {job_id!r} issued no such participation")
+    if found.used == 1:
+        raise AlreadyParticipatedError("this participation has sent its report already")
+    if found.round != state.round:
+        now = progress_text(mechanisms.spec, state.round)
+        raise RoundClosedError(
+            f"round {found.round} of training job {job_id!r} is closed (the job is at"
+            f" {now}); the report was not kept"
         )
-        closed = close_if_full(connection, job_id, mechanisms, collection, counts)
-    if closed:
-        round_signals.notify(job_id, finished=state.round + 1 >= mechanisms.plan.rounds)
-        _forget_order(engine)
-    return ParticipationResult(
-        job=job_id,
-        round=used.round,
-        role=used.role,
-        round_closed=closed,
+    check_report(mechanisms, found.role, payload)
+    received = {"gradient": state.gradient_received, "loss": state.loss_received}
+    if received[found.role] >= mechanisms.places[found.role]:
+        raise RoundClosedError(f"round {found.round} has no free place for this report")
+    # the checks hold under the round row's lock; the guarded writes below confirm them
+    used = tokens.use_token(connection, job_id, _hash(token))
+    places = mechanisms.places[found.role]
+    if (
+        used is None
+        or used.used
+        or not store.claim_place(connection, job_id, found.round, found.role, places)
+    ):
+        raise RuntimeError("a training token or place changed under its round's lock")
+    store.insert_report(connection, job_id, found.round, found.role, payload)
+    received[found.role] += 1
+    counts = replace(state, gradient_received=received["gradient"], loss_received=received["loss"])
+    closed = close_if_full(connection, job_id, mechanisms, collection, counts)
+    result = ParticipationResult(
+        job=job_id, round=found.round, role=found.role, round_closed=closed
     )
+    return Accepted(result, closed and state.round + 1 >= mechanisms.plan.rounds)
+
+
+def after_report(engine: Engine, accepted: Accepted) -> None:
+    """After a report's transaction has committed: if it closed its round, wake this
+    process's requests waiting for a place and empty SQLite's log."""
+    if accepted.result.round_closed:
+        round_signals.notify(accepted.result.job, finished=accepted.finished)
+        _forget_order(engine)
+
+
+def release_participation(
+    engine: Engine, collection: StoredCollection, job_id: str, token: str
+) -> None:
+    """Give back the place of the participation ``token``, unused (``DELETE
+    .../participations/{token}``): its device will not report (its record does not fit
+    the layout, or it refuses the job's numbers or its policy forbids them), so the place
+    is free for another device now rather than when its hold ends, and no lapse is left
+    behind to turn on over-issuing. The token's row is deleted: nothing is kept.
+
+    :class:`NotFoundError` for a token the job never issued (or one already given back,
+    or a finished job's), :class:`AlreadyParticipatedError` for a used one (its report
+    was kept). A closed collection still takes a release: it only deletes.
+    """
+    with engine.begin() as connection:
+        release_in(connection, collection, job_id, token)
+    round_signals.notify(job_id)
+
+
+def release_in(
+    connection: Connection, collection: StoredCollection, job_id: str, token: str
+) -> None:
+    """:func:`release_participation` in the caller's transaction (refusals write
+    nothing); once it has committed, ``round_signals.notify(job_id)``: a request waiting
+    for a place of this job asks again."""
+    _lock(connection, collection, job_id)  # one at a time with the job's other writes
+    device_job(connection, collection, job_id)  # the job is the collection's
+    found = store.find_token(connection, job_id, _hash(token))
+    if found is not None and found.used == 1:
+        raise AlreadyParticipatedError("this participation has sent its report already")
+    if found is None or not store.release_token(connection, job_id, _hash(token)):
+        raise NotFoundError(f"training job {job_id!r} holds no such unused participation")
 
 
 def _forget_order(engine: Engine) -> None:
@@ -291,25 +371,16 @@ def _hash(token: str) -> bytes:
     return hashlib.sha256(token.encode("ascii", "replace")).digest()
 
 
-def _check_report(mechanisms: JobMechanisms, role: str, payload: bytes) -> None:
-    randomizer = mechanisms.gradient if role == "gradient" else mechanisms.loss
-    assert randomizer is not None  # a loss token exists only when loss reports do
-    size = randomizer.segment.byte_length
-    if len(payload) != size:
-        raise InvalidReportError(
-            f"a {role} report of this job is {size} bytes (base64), got {len(payload)}"
-        )
-    unpacked = randomizer.unpack(np.frombuffer(payload, dtype=np.uint8).reshape(1, size))
-    if bool(unpacked.bad[0]):
-        raise InvalidReportError(
-            f"the {role} report is not one this mechanism makes: {unpacked.problem}"
-        )
-
-
 __all__ = [
     "RETRY_SECONDS",
+    "Accepted",
+    "accept_in",
     "accept_report",
+    "after_report",
     "held_place_wait",
+    "issue_in",
     "issue_participation",
     "issue_participation_json",
+    "release_in",
+    "release_participation",
 ]

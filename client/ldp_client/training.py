@@ -3,6 +3,9 @@
 Call builders in the style of :mod:`ldp_client.protocol`, and what a device does with a
 :class:`~ldp_shared.wire.training.Participation` before it answers:
 
+0. :func:`encode_record` with the layout the participation carries: a record that does
+   not fit it is refused (:class:`~ldp_shared.errors.InvalidRecordError`) and the place
+   is given back (:func:`release_call`), as it is after a refusal in steps 1 and 2;
 1. :func:`rebuild_mechanisms`: rebuild the job's gradient (and loss) mechanism from the
    spec's name, dimension, ε, δ and bound, and refuse a participation whose published
    exact ε, δ, report size or parameters differ from what the device computes
@@ -53,7 +56,6 @@ from ldp_shared.wire.training import (
 
 __all__ = [
     "JobMechanisms",
-    "check_layout",
     "check_policy",
     "create_training_job_call",
     "encode_record",
@@ -61,6 +63,7 @@ __all__ = [
     "make_report",
     "participation_call",
     "rebuild_mechanisms",
+    "release_call",
     "send_report_call",
     "trained_model_call",
     "training_job_call",
@@ -116,6 +119,18 @@ def participation_call(name: str, job_id: str) -> ApiCall[Participation]:
     answer only leaves an unused place, which the server frees when it expires."""
     path = f"{_job_path(name, job_id)}/participations"
     return ApiCall("POST", path, Participation.model_validate_json)
+
+
+def release_call(participation: Participation) -> ApiCall[None]:
+    """``DELETE .../participations/{token}``: give the place back unused (the device will
+    not report), so that another device may take it now rather than when its hold ends.
+    Idempotent: a repeat after a lost answer is a 404, which changes nothing."""
+    path = f"{_job_path(participation.collection, participation.job)}/participations"
+    return ApiCall("DELETE", f"{path}/{participation.token}", _no_content)
+
+
+def _no_content(_body: bytes) -> None:
+    return None
 
 
 def send_report_call(participation: Participation, report: bytes) -> ApiCall[ParticipationResult]:
@@ -216,16 +231,6 @@ def encode_record(layout: FeatureLayout, record: Mapping[str, Any]) -> tuple[Any
     names = [f.name for f in layout.numeric] + [f.name for f in layout.categorical]
     columns = {name: [record[name]] for name in names if name in record}
     return layout.encode(columns), layout.labels([record[layout.label]])
-
-
-def check_layout(published: FeatureLayout, participation: Participation) -> None:
-    """:class:`ConfigurationError` when a place comes with another layout than the job
-    published (the record was checked against that one; a job's layout never changes)."""
-    if participation.layout != published:
-        raise ConfigurationError(
-            f"training job {participation.job!r} handed out a place with another layout than"
-            " it published"
-        )
 
 
 def make_report(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from typing import Any, TypeVar
 
 from ldp_client import training
@@ -21,6 +22,7 @@ from ldp_client.settings import Settings
 from ldp_shared.errors import (
     AlreadyParticipatedError,
     InvalidQueryError,
+    LDPError,
     RateLimitedError,
     TransportError,
 )
@@ -123,11 +125,13 @@ class TrainingMethods:
         seconds (:data:`PLACE_DEADLINE_SECONDS`); then :class:`RateLimitedError`, with
         nothing spent.
 
-        The device reads the job's layout and checks the record against it
-        (:class:`InvalidRecordError` before any place is taken), asks for a place,
-        rebuilds the job's mechanism and checks its ε and δ against its own computation
-        and its policy, computes the clipped, perturbed gradient (or capped loss) of the
-        record at the round's weights, charges the ledger, then sends the one report. A
+        The device asks for a place, checks the record against the layout the place
+        comes with (:class:`InvalidRecordError`), rebuilds the job's mechanism and checks
+        its ε and δ against its own computation and its policy; on any of these refusals
+        it gives the place back (``DELETE``) before raising, so it is free for another
+        device at once and nothing is spent. Then it computes the clipped, perturbed
+        gradient (or capped loss) of the record at the round's weights, charges the
+        ledger, then sends the one report. A
         device whose ledger shows this job already gets :class:`AlreadyParticipatedError`
         before anything is asked or sent; a report that arrives after its round closed is
         answered ``RoundClosedError`` (it was not kept, but it was spent: the device does
@@ -138,15 +142,17 @@ class TrainingMethods:
             raise AlreadyParticipatedError(
                 f"this device took part in training job {job_id!r} already (its ledger says so)"
             )
-        # the record is checked before a place is asked for: a record that cannot be
-        # encoded must not hold one of the round's places until it expires
-        layout = self._call(training.job_layout_call(name, job_id))
-        training.encode_record(layout, record)
         participation = self._place(name, job_id, place_deadline)
-        training.check_layout(layout, participation)
-        mechanisms = training.rebuild_mechanisms(participation)
-        training.check_policy(self._device.policy, job_id, mechanisms)
-        report = training.make_report(participation, mechanisms, record, self._settings.rng)
+        try:
+            # the participation carries the layout: a record that does not fit it, or a
+            # job the device refuses, gives the place back at once instead of holding it
+            training.encode_record(participation.layout, record)
+            mechanisms = training.rebuild_mechanisms(participation)
+            training.check_policy(self._device.policy, job_id, mechanisms)
+            report = training.make_report(participation, mechanisms, record, self._settings.rng)
+        except LDPError:
+            self._give_back(participation)
+            raise
         if ledger is not None:
             ledger.reserve_participation(name, job_id, mechanisms.epsilon, mechanisms.delta)
         try:
@@ -156,6 +162,13 @@ class TrainingMethods:
             return ParticipationResult(
                 job=job_id, round=participation.round, role=participation.role, round_closed=False
             )
+
+    def _give_back(self, participation: Participation) -> None:
+        """Release the participation's place, unused; a failure leaves it held until its
+        hold ends, as before there was a way to give it back (the refusal is what the
+        caller is told)."""
+        with suppress(LDPError):
+            self._call(training.release_call(participation))
 
     def _place(self, name: str, job_id: str, deadline_seconds: float) -> Participation:
         """A place in the job's open round, asked again after each ``Retry-After`` until

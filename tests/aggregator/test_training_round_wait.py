@@ -1,5 +1,6 @@
 """A request for a place at a round boundary waits for the round to close and is given a
-place of the next one (no 429, no ``Retry-After`` second); the curve kept one row per
+place of the next one (no 429, no ``Retry-After`` second), without asking first when the
+round is known to be full; the curve kept one row per
 round (migration 0011, and back on downgrade). Runs on the test engine."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from ldp_aggregator.settings import Settings
 from ldp_aggregator.storage.migrate import alembic_config, head_revision
 from ldp_aggregator.storage.training import training_curve
 from ldp_aggregator.training_place_wait import RoundSignals
+from ldp_shared.errors import RateLimitedError
 from ldp_shared.rand import seeded_rng
 
 
@@ -87,6 +90,37 @@ def test_a_waiter_is_woken_by_the_close_and_not_by_another_job() -> None:
         return still_waiting, loop.time() - started < 1.0
 
     assert asyncio.run(scenario()) == (True, True)
+
+
+def test_a_request_at_a_round_known_full_waits_for_the_close_without_asking(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    signals = RoundSignals()
+    monkeypatch.setattr(training_place_wait, "round_signals", signals)
+    monkeypatch.setattr(training_place_wait, "POLL_SECONDS", 5.0)  # no poll in the test
+    asked: list[str] = []
+
+    def asker(name: str) -> Callable[[], Awaitable[bytes]]:
+        async def issue() -> bytes:
+            asked.append(name)
+            if signals.generation("j") == 0:  # round 0: every place held
+                raise RateLimitedError("every place is held", retry_after=1)
+            return name.encode()
+
+        return issue
+
+    async def scenario() -> tuple[list[str], list[bytes]]:
+        first = asyncio.create_task(training_place_wait.wait_for_place(asker("a"), "j"))
+        await asyncio.sleep(0.05)  # "a" was refused: the round is known to be full
+        second = asyncio.create_task(training_place_wait.wait_for_place(asker("b"), "j"))
+        await asyncio.sleep(0.05)
+        before_close = list(asked)
+        signals.notify("j")  # the round closes: both ask, and get places of the next
+        return before_close, list(await asyncio.gather(first, second))
+
+    before_close, places = asyncio.run(scenario())
+    assert before_close == ["a"]  # "b" did not ask a round it knew to be full
+    assert places == [b"a", b"b"] and sorted(asked) == ["a", "a", "b"]
 
 
 # ---------------------------------------------------------------------- migration 0011

@@ -1,7 +1,8 @@
 """The SDK against the real aggregator app (#24 item 9): a job whose layout does not name
 both label values is refused before any request (``InvalidQueryError``, as the server would
-answer), and a device record whose label is neither value is refused before a place is
-asked for (``InvalidRecordError``), by the sync and the async client alike."""
+answer), and a device record whose label is neither value is refused
+(``InvalidRecordError``) with its place given back at once, by the sync and the async
+client alike."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from tests.aggregator.conftest import ANALYST_TOKEN
-from tests.aggregator.training_helpers import LAYOUT, records, spec
+from tests.aggregator.conftest import ANALYST, ANALYST_TOKEN
+from tests.aggregator.training_helpers import LAYOUT, ask, records, spec
 from tests.client import training_app
 
 from ldp_client import AsyncLDPClient, LDPClient
@@ -77,25 +78,54 @@ def test_a_job_without_the_negative_value_is_refused_before_any_request(
 
 
 @pytest.mark.parametrize("label", ["maybe", 1.0, True])
-def test_a_record_whose_label_is_neither_value_takes_no_place(app: TestClient, label: Any) -> None:
+def test_a_record_whose_label_is_neither_value_gives_its_place_back(
+    app: TestClient, label: Any
+) -> None:
     sent: list[str] = []
     with _client(app, sent, ANALYST_TOKEN) as analyst:
-        job_id = analyst.create_training_job("train", spec()).id
+        job_id = analyst.create_training_job("train", spec(participation_seconds=600)).id
+    held = [ask(app, job_id) for _ in range(19)]  # one place of round 0 is left
     record = {**records(1)[0], "y": label}
+    places = f"POST /v1/collections/train/training-jobs/{job_id}/participations"
     sent.clear()
     refused = pytest.raises(InvalidRecordError, match="is not one of the layout's values")
     with _client(app, sent) as device, refused:
-        device.participate("train", job_id, record)
-    # the layout was read; no place was asked for and nothing was sent
-    assert sent == [f"GET /v1/collections/train/training-jobs/{job_id}/layout"]
+        device.participate("train", job_id, record, place_deadline=0)
+    # it took the last place (the layout came with it), refused the record, gave the place
+    # back, and sent nothing: the layout was not read separately
+    assert sent[0] == places and len(sent) == 2
+    assert sent[1].startswith(f"DELETE {places[len('POST ') :]}/")
 
     async def async_device() -> None:
         async with _async_client(app, sent) as client:
             with pytest.raises(InvalidRecordError, match="is not one of the layout's values"):
-                await client.participate("train", job_id, record)
+                await client.participate("train", job_id, record, place_deadline=0)
 
     asyncio.run(async_device())
-    assert sent == [f"GET /v1/collections/train/training-jobs/{job_id}/layout"] * 2
+    assert [line.split(" ", 1)[0] for line in sent] == ["POST", "DELETE"] * 2
+    # the place is free again at once: a device gets it without waiting for a hold to end
+    last = ask(app, job_id)
+    assert last.round == 0 and len({p.token for p in [*held, last]}) == 20
     with _client(app, [], ANALYST_TOKEN) as analyst:
         job = analyst.training_job("train", job_id)
         assert job.received == 0 and job.round == 0
+
+
+def test_a_give_back_that_fails_does_not_hide_the_refusal(app: TestClient) -> None:
+    with _client(app, [], ANALYST_TOKEN) as analyst:
+        job_id = analyst.create_training_job("train", spec()).id
+    bridge = _bridge(app, [])
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.method == "DELETE":  # the give-back fails: the place lapses instead
+            return httpx.Response(503, json={"title": "unavailable"})
+        return bridge(request)
+
+    transport = httpx.MockTransport(handle)
+    with (
+        LDPClient(URL, retries=0, transport=transport) as device,
+        pytest.raises(InvalidRecordError, match="is not one of the layout's values"),
+    ):
+        device.participate("train", job_id, {**records(1)[0], "y": "maybe"})
+    job = app.get(f"/v1/collections/train/training-jobs/{job_id}", headers=ANALYST)
+    assert job.json()["received"] == 0

@@ -19,7 +19,9 @@ A training job is a row of the ``jobs`` table (kind ``training``; its spec in
   row that shares that transaction (PostgreSQL's ``xmin``) holds no time. The
   transaction that closes a round rewrites every token of the round
   (:func:`advance_round`): none holds a time afterwards, and on PostgreSQL they all
-  carry its ``xmin``, not those of the reports' transactions.
+  carry its ``xmin``, not those of the reports' transactions. A token its device gives
+  back unused (its record does not fit the layout, or the device refuses the job) is
+  deleted (:func:`release_token`), which frees its place at once.
 * ``training_reports``: the open round's perturbed reports, under random ids on a
   ``WITHOUT ROWID`` table (no arrival order on SQLite). They are deleted in the
   transaction that closes their round.
@@ -195,11 +197,29 @@ def _insert_report_statement() -> ClauseElement:
     )
 
 
+def _release_statement() -> ClauseElement:
+    t = training_tokens.c
+    return (
+        delete(training_tokens)
+        .where(t.job_id == bindparam("job"), t.token_hash == bindparam("hash"), t.used != 1)
+        .returning(t.round)
+    )
+
+
+def _find_token_statement() -> ClauseElement:
+    t = training_tokens.c
+    return select(t.round, t.role, t.used).where(
+        t.job_id == bindparam("job"), t.token_hash == bindparam("hash")
+    )
+
+
 _STATEMENTS: dict[str, Callable[[], ClauseElement]] = {
     "lock": _lock_statement,
     "claim-gradient": lambda: _claim_statement("gradient"),
     "claim-loss": lambda: _claim_statement("loss"),
     "insert-report": _insert_report_statement,
+    "release": _release_statement,
+    "find-token": _find_token_statement,
 }
 
 
@@ -276,6 +296,31 @@ def claim_place(connection: Connection, job_id: str, round_: int, role: str, pla
     place; whether it did. The guarded update takes the row's lock until commit."""
     result = run_statement(connection, f"claim-{role}", {"job": job_id, "rnd": round_, "n": places})
     return result.rowcount == 1
+
+
+@dataclass(frozen=True)
+class FoundToken:
+    """A participation token as stored: its round, role and ``used`` (0: a held place,
+    1: answered, 2: issued beyond the places)."""
+
+    round: int
+    role: str
+    used: int
+
+
+def find_token(connection: Connection, job_id: str, token_hash: bytes) -> FoundToken | None:
+    """The job's token ``token_hash`` (read only), or ``None`` if the job holds none."""
+    row = run_statement(connection, "find-token", {"job": job_id, "hash": token_hash}).first()
+    return None if row is None else FoundToken(int(row.round), str(row.role), int(row.used))
+
+
+def release_token(connection: Connection, job_id: str, token_hash: bytes) -> bool:
+    """Delete the job's token ``token_hash`` if it was never used (a held place, or one
+    issued beyond the places): the device gave it back before its hold ended, so the place
+    is free for another now. Whether there was such a token; a used token is kept (its
+    report was counted, and a repeat of that report must still be told so)."""
+    found = run_statement(connection, "release", {"job": job_id, "hash": token_hash}).first()
+    return found is not None
 
 
 def advance_round(
