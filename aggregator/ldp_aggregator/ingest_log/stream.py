@@ -254,10 +254,13 @@ class LogChunk:
                 raise ValueError("no list of report ids")
             if not all(isinstance(i, str) and _REPORT_ID.fullmatch(i) for i in report_ids):
                 raise ValueError("not a report id")
+            collection_id, period_start = int(data["c"]), int(data["p"])
+            if not 0 < collection_id < 2**31 or not -(2**63) <= period_start < 2**63:
+                raise ValueError("a number out of the database's range")
             return cls(
-                collection_id=int(data["c"]),
+                collection_id=collection_id,
                 config_hash=str(data["h"]),
-                period_start=int(data["p"]),
+                period_start=period_start,
                 day=date.fromisoformat(data["d"]),
                 report_ids=report_ids,
                 bits=base64.b64decode(data["b"], validate=True),

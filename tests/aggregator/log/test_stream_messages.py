@@ -55,6 +55,8 @@ def test_messages_round_trip_and_refuse_what_no_aggregator_published() -> None:
         {**good, "i": ["abc:defgh"]},
         {**good, "i": ["abcdefgh"] * (CHUNK_REPORTS + 1)},
         {**good, "b": "!!"},
+        {**good, "c": 2**31},  # beyond the database's INTEGER: it would refuse the batch
+        {**good, "p": 2**63},
         {"c": 1},
     ]
     payloads = [json.dumps(bad).encode() for bad in bad_ones]
