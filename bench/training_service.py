@@ -95,7 +95,8 @@ def run(database_url: str, devices: int, round_size: int) -> dict[str, Any]:
     cpu, wall, closing, sizes = [], [], [], {"participation": 0, "report": 0}
     for record in records:
         c0, w0 = time.thread_time(), time.perf_counter()
-        answer = training_rounds.issue_participation_json(engine, collection, job.id)
+        with engine.begin() as connection:
+            answer = training_rounds.issue_in(connection, collection, job.id)
         c1, w1 = time.thread_time(), time.perf_counter()
         participation = Participation.model_validate_json(answer)  # the device: not timed
         mechanisms = rebuild_mechanisms(participation)  # the device: not timed

@@ -195,6 +195,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ldp_aggregator.app import create_app
+    from ldp_aggregator.heap import retain_freed_memory
     from ldp_aggregator.storage.engine import check_sqlite_folder, make_engine, ping
 
     settings, generated = given.with_generated_tokens()
@@ -241,6 +242,7 @@ def _serve(args: argparse.Namespace) -> int:
             access_log=False,
         )
         return 0
+    retain_freed_memory()  # large statistics arrays reuse mapped pages (heap.py)
     app = create_app(settings)
     # The app and the modules it imported live as long as the process: frozen, they are
     # out of the cyclic collector's reach, so a full collection no longer walks some
@@ -263,11 +265,14 @@ def _serve(args: argparse.Namespace) -> int:
 def worker_app() -> FastAPI:
     """uvicorn's factory in each ``serve --workers N`` worker: the app of the settings that
     ``serve`` resolved (JSON in :data:`WORKER_SETTINGS_VARIABLE`, the tokens' digests
-    only; migrations already ran), then the heap frozen as in :func:`_serve`."""
+    only; migrations already ran), its freed memory retained and its objects frozen as in
+    :func:`_serve`."""
     from ldp_aggregator.app import create_app
+    from ldp_aggregator.heap import retain_freed_memory
     from ldp_aggregator.settings import Settings
 
     settings = Settings.model_validate_json(os.environ.pop(WORKER_SETTINGS_VARIABLE))
+    retain_freed_memory()
     app = create_app(settings)
     gc.freeze()
     return app

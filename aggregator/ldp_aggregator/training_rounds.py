@@ -144,20 +144,6 @@ def _participation_json(shared: bytes, token: str, role: str, held_until: int) -
     return own.encode("ascii") + shared[1:]
 
 
-def issue_participation_json(
-    engine: Engine,
-    collection: StoredCollection,
-    job_id: str,
-    *,
-    overissue: bool = True,
-    randbelow: Callable[[int], int] = secrets.randbelow,
-) -> bytes:
-    """:func:`issue_participation`, as the JSON of the :class:`Participation` the route
-    answers (the round's shared part serialised once per round)."""
-    with engine.begin() as connection:
-        return issue_in(connection, collection, job_id, overissue=overissue, randbelow=randbelow)
-
-
 def issue_in(
     connection: Connection,
     collection: StoredCollection,
@@ -166,9 +152,10 @@ def issue_in(
     overissue: bool = True,
     randbelow: Callable[[int], int] = secrets.randbelow,
 ) -> bytes:
-    """:func:`issue_participation_json` in the caller's transaction (a group's,
-    :mod:`ldp_aggregator.training_commit`): it reads and checks first and writes last,
-    so a refusal writes nothing."""
+    """:func:`issue_participation` in the caller's transaction (a group's,
+    :mod:`ldp_aggregator.training_commit`), as the JSON of the :class:`Participation` the
+    route answers (the round's shared part serialised once per round): it reads and
+    checks first and writes last, so a refusal writes nothing."""
     token = secrets.token_urlsafe(32)
     state = _lock(connection, collection, job_id)
     mechanisms = device_job(connection, collection, job_id)
@@ -232,9 +219,8 @@ def issue_participation(
     first ``round_size`` reports, whichever tokens they come on. Roles are drawn with
     ``randbelow`` (the CSPRNG unless a test injects a seeded source).
     """
-    body = issue_participation_json(
-        engine, collection, job_id, overissue=overissue, randbelow=randbelow
-    )
+    with engine.begin() as connection:
+        body = issue_in(connection, collection, job_id, overissue=overissue, randbelow=randbelow)
     return Participation.model_validate_json(body)
 
 
@@ -380,7 +366,6 @@ __all__ = [
     "held_place_wait",
     "issue_in",
     "issue_participation",
-    "issue_participation_json",
     "release_in",
     "release_participation",
 ]

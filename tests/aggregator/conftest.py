@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import Engine, select
 from tests.engines import database_url
 
+from ldp_aggregator import training_place_wait
 from ldp_aggregator.app import create_app
 from ldp_aggregator.collections import create_collection
 from ldp_aggregator.deps import AppState
@@ -212,3 +213,17 @@ def config(client: TestClient) -> CollectionConfig:
     response = client.post("/v1/collections", json=spec_payload(), headers=ADMIN)
     assert response.status_code == 201, response.text
     return CollectionConfig.model_validate(response.json())
+
+
+@pytest.fixture
+def train(client: TestClient) -> TestClient:
+    """The app with a collection ``train`` (any collection can hold training jobs)."""
+    response = client.post("/v1/collections", json=spec_payload(name="train"), headers=ADMIN)
+    assert response.status_code == 201, response.text
+    return client
+
+
+@pytest.fixture
+def short_place_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request for a place at a full round waits 0.2 s, not 5 s, before its 429."""
+    monkeypatch.setattr(training_place_wait, "PLACE_WAIT_SECONDS", 0.2)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from sqlalchemy import Engine, func, select, update
-from tests.aggregator.conftest import ADMIN, ANALYST, TestClient, problem, spec_payload
+from tests.aggregator.conftest import ADMIN, ANALYST, TestClient, problem
 from tests.aggregator.training_helpers import (
     LAYOUT,
     answer,
@@ -24,7 +24,6 @@ from tests.aggregator.training_helpers import (
     take_part,
 )
 
-from ldp_aggregator import training_place_wait
 from ldp_aggregator.storage.jobs import jobs
 from ldp_aggregator.storage.training import training_reports, training_tokens
 from ldp_shared.analyses.logistic.planning import plan_training
@@ -33,19 +32,7 @@ from ldp_shared.rand import seeded_rng
 from ldp_shared.wire.reports import encode_bits
 from ldp_shared.wire.training import TrainedModel, TrainingJob
 
-
-@pytest.fixture(autouse=True)
-def _short_place_wait(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A request for a place at a full round waits 0.2 s here, not 5 s, before its 429."""
-    monkeypatch.setattr(training_place_wait, "PLACE_WAIT_SECONDS", 0.2)
-
-
-@pytest.fixture
-def train(client: TestClient) -> TestClient:
-    """The app with a collection ``train`` (any collection can hold training jobs)."""
-    response = client.post("/v1/collections", json=spec_payload(name="train"), headers=ADMIN)
-    assert response.status_code == 201, response.text
-    return client
+pytestmark = pytest.mark.usefixtures("short_place_wait")
 
 
 def create(client: TestClient, **changes: Any) -> TrainingJob:

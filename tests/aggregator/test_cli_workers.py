@@ -28,6 +28,7 @@ import pytest
 from tests.aggregator.conftest import packed_reports, report_dicts, spec_payload
 from tests.engines import database_url
 
+from ldp_aggregator import heap
 from ldp_aggregator.cli import (
     EXIT_ERROR,
     WORKER_SETTINGS_VARIABLE,
@@ -294,8 +295,9 @@ def test_serve_with_workers_migrates_first_and_hands_the_workers_digests_only(
 
     frozen: list[str] = []
     monkeypatch.setattr(gc, "freeze", lambda: frozen.append("freeze"))
+    monkeypatch.setattr(heap, "retain_freed_memory", lambda: frozen.append("retain") or True)
     worker = worker_app()
-    assert frozen == ["freeze"] and WORKER_SETTINGS_VARIABLE not in os.environ
+    assert frozen == ["retain", "freeze"] and WORKER_SETTINGS_VARIABLE not in os.environ
     state = worker.state.ldp
     assert state.tokens.role_of(tokens["analyst"]) == "analyst"
     assert state.settings.migrate_on_startup is False
@@ -310,6 +312,8 @@ def test_one_worker_serves_the_app_in_process(
 
     served: list[tuple[object, dict[str, Any]]] = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append((app, options)))
+    retained: list[bool] = []
+    monkeypatch.setattr(heap, "retain_freed_memory", lambda: retained.append(True) or True)
     monkeypatch.setenv("LDPCOLLECT_ADMIN_TOKEN", "an-admin-token-long-enough")
     monkeypatch.setenv("LDPCOLLECT_ANALYST_TOKEN", "an-analyst-token-long-enough")
     url = f"sqlite:///{tmp_path / 'one.db'}"
@@ -318,6 +322,7 @@ def test_one_worker_serves_the_app_in_process(
     )
     [(app, options)] = served
     assert isinstance(app, FastAPI) and "workers" not in options
+    assert retained == [True]  # before the app was built (ldp_aggregator/heap.py)
     engine = make_engine(url)
     try:
         assert current_revision(engine) is None  # the app migrates when it starts, as before

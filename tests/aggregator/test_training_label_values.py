@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, func, select, update
-from tests.aggregator.conftest import ADMIN, ANALYST, TestClient, problem, spec_payload
+from tests.aggregator.conftest import ANALYST, TestClient, problem
 from tests.aggregator.training_helpers import (
     LAYOUT,
     answer,
@@ -34,13 +34,6 @@ from ldp_shared.rand import seeded_rng
 from ldp_shared.wire.training import TrainedModel, TrainingJob
 
 POSITIVE_ONLY = {key: value for key, value in LAYOUT.items() if key != "negative"}
-
-
-@pytest.fixture
-def train(client: TestClient) -> TestClient:
-    response = client.post("/v1/collections", json=spec_payload(name="train"), headers=ADMIN)
-    assert response.status_code == 201, response.text
-    return client
 
 
 def stored_jobs(engine: Engine) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, func, select
-from tests.aggregator.conftest import ADMIN, ANALYST, TestClient, spec_payload
+from tests.aggregator.conftest import ANALYST, TestClient
 from tests.aggregator.training_helpers import answer, ask, jobs_path, records, spec
 
 from ldp_aggregator import training_place_wait, training_rounds
@@ -16,18 +16,7 @@ from ldp_aggregator.storage.training import training_reports, training_tokens
 from ldp_shared.rand import seeded_rng
 from ldp_shared.wire.training import Participation
 
-
-@pytest.fixture(autouse=True)
-def _short_place_wait(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A request for a place at a full round waits 0.2 s here, not 5 s, before its 429."""
-    monkeypatch.setattr(training_place_wait, "PLACE_WAIT_SECONDS", 0.2)
-
-
-@pytest.fixture
-def train(client: TestClient) -> TestClient:
-    response = client.post("/v1/collections", json=spec_payload(name="train"), headers=ADMIN)
-    assert response.status_code == 201, response.text
-    return client
+pytestmark = pytest.mark.usefixtures("short_place_wait")
 
 
 def full_round(train: TestClient) -> tuple[str, list[Participation]]:

@@ -30,13 +30,6 @@ from ldp_shared.errors import RateLimitedError
 from ldp_shared.rand import seeded_rng
 
 
-@pytest.fixture
-def train(client: TestClient) -> TestClient:
-    response = client.post("/v1/collections", json=spec_payload(name="train"), headers=ADMIN)
-    assert response.status_code == 201, response.text
-    return client
-
-
 def test_an_ask_at_a_full_round_waits_for_the_next_round(train: TestClient) -> None:
     response = train.post(jobs_path(), json=spec(participation_seconds=600), headers=ANALYST)
     job_id = response.json()["id"]

@@ -7,6 +7,7 @@ import asyncio
 import signal
 import sys
 
+from ldp_aggregator.heap import retain_freed_memory
 from ldp_aggregator.ingest_log.fold import FoldWorker
 from ldp_aggregator.ingest_log.fold_metrics import FoldMetrics
 from ldp_aggregator.ingest_log.stream import log_settings_of
@@ -28,6 +29,7 @@ def run_fold(args: argparse.Namespace, settings: Settings) -> int:
     if args.ack_wait <= 0:
         raise ConfigurationError(f"--ack-wait must be positive, got {args.ack_wait}")
     log = log_settings_of(settings)
+    retain_freed_memory()  # a batch's statistics arrays reuse mapped pages (heap.py)
     check_sqlite_folder(settings.database_url)
     engine = make_engine(settings.database_url)
     ping(engine)

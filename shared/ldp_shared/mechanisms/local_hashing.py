@@ -298,7 +298,8 @@ class LocalHashing(Randomizer):
 
     def accumulate(self, answers: NDArray[Any]) -> dict[str, NDArray[Any]]:
         cells = answers[:, 0] * self.g + answers[:, 1]
-        return {"counts": np.bincount(cells, minlength=self.k * self.g).astype(np.int64)}
+        counts = np.bincount(cells, minlength=self.k * self.g)
+        return {"counts": counts.astype(np.int64, copy=False)}
 
     def supports(self, counts: NDArray[np.int64], keys: NDArray[np.uint64]) -> NDArray[np.int64]:
         """``C_v = Σ_j N[j, h_j(x_v)]`` for each key."""

@@ -274,7 +274,7 @@ class PrefixHashing(Randomizer):
         g = self.level_oracle.g
         cells = (answers[:, 0] * self.k + answers[:, 1]) * g + answers[:, 2]
         total = self.levels * self.cells
-        return {"counts": np.bincount(cells, minlength=total).astype(np.int64)}
+        return {"counts": np.bincount(cells, minlength=total).astype(np.int64, copy=False)}
 
     def level_tables(self, stats: Blocks) -> NDArray[np.int64]:
         """The counts of each level (``L × k·g``)."""
