@@ -4,7 +4,8 @@ These commands, and the one-line error reporting of every ``ldpcollect`` command
 here so that the aggregator needs nothing above itself: ``python -m ldp_aggregator.cli
 serve`` is a complete server (the demo and the benchmarks start it that way). The
 ``ldpcollect`` console script is :mod:`ldp_simulation.cli`, which adds ``demo`` and
-``simulate`` to these two; this module never imports it.
+``simulate`` to these two; this module never imports it. ``serve`` itself is
+:mod:`ldp_aggregator.serve_cli`, ``fold`` :mod:`ldp_aggregator.ingest_log.worker_cli`.
 
 Errors are one readable line on stderr and a non-zero exit status, and so is a
 command whose optional dependencies are not installed: it names the extra to install
@@ -15,13 +16,9 @@ is imported before a command runs, so ``--help`` works on any install.
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
-import os
-import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -30,12 +27,7 @@ from ldp_aggregator.shuffler.cli import (
     add_shuffler_commands,
     run_shuffler_command,
 )
-from ldp_shared.errors import ConfigurationError, LDPError
-
-if TYPE_CHECKING:
-    from fastapi import FastAPI
-
-    from ldp_aggregator.settings import Settings
+from ldp_shared.errors import LDPError
 
 PROG = "ldpcollect"
 DESCRIPTION = "Collect data under local differential privacy."
@@ -144,167 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-MAX_PORT = 65_535
-WORKERS_PER_CORE = 4
-WORKER_SETTINGS_VARIABLE = "LDPCOLLECT_SERVE_WORKER_SETTINGS"  # to the workers; not a setting
-
-
-def check_listen_address(host: str, port: int) -> None:
-    """:class:`ConfigurationError` (one line) unless ``host:port`` can be listened on now.
-
-    ``serve`` checks it before it creates or migrates the database: a probe socket is
-    bound and closed (as uvicorn binds: IPv6 for a host with a colon), so a port in use
-    or a host that is not this machine's is one line, not a traceback.
-    """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as error:
-            reason = error.strerror or str(error)
-            raise ConfigurationError(f"cannot listen on {host}:{port}: {reason}") from None
-
-
-def base_url(host: str, port: int) -> str:
-    """``http://host:port`` as a browser takes it (an IPv6 host in brackets)."""
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-
-
-def max_workers() -> int:
-    """The most ``serve --workers`` takes: four per CPU core this process may use."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return WORKERS_PER_CORE * (cores or 1)
-
-
-def _check_workers(name: str, workers: int) -> None:
-    if not 1 <= workers <= max_workers():
-        raise ConfigurationError(
-            f"{name} must be from 1 to {max_workers()} ({WORKERS_PER_CORE} per CPU core of"
-            f" this machine), got {workers}"
-        )
-
-
-def _serve(args: argparse.Namespace) -> int:
-    if not 1 <= args.port <= MAX_PORT:  # before anything else: nothing is touched
-        raise ConfigurationError(f"--port must be from 1 to {MAX_PORT:,}, got {args.port}")
-    if args.workers is not None:  # as the port: one line before anything is touched
-        _check_workers("--workers", args.workers)
-    given = _settings(args.database_url, args.log, args.workers)
-    _check_workers("LDPCOLLECT_WORKERS", given.workers)
-    import uvicorn
-
-    from ldp_aggregator.app import create_app
-    from ldp_aggregator.heap import retain_freed_memory
-    from ldp_aggregator.storage.engine import check_sqlite_folder, make_engine, ping
-
-    settings, generated = given.with_generated_tokens()
-    if settings.log_url is not None:  # a bad or dead log is one line before anything starts
-        from ldp_aggregator.ingest_log.stream import check_reachable, log_settings_of
-
-        check_reachable(log_settings_of(settings))
-    for warning in settings.weak_token_warnings():
-        logger.warning("%s: warning: %s", PROG, warning)
-    check_sqlite_folder(settings.database_url)
-    engine = make_engine(settings.database_url)  # lazy: no file or connection yet
-    try:
-        check_listen_address(args.host, args.port)  # before the database is created
-        ping(engine)  # a bad URL or an unreachable database is one line, not a traceback
-        if settings.workers > 1 and settings.migrate_on_startup:
-            from ldp_aggregator.storage.migrate import upgrade
-
-            upgrade(engine)  # once, here: the workers must not race to migrate
-    finally:
-        engine.dispose()
-    for role, token in generated.items():
-        print(
-            f"ldpcollect: no {role} token configured; generated one for this run: {token}",
-            file=sys.stderr,
-        )
-    url = base_url(args.host, args.port)
-    print(
-        f"ldpcollect: serving at {url}: the dashboard at {url}/ui, the API's docs at"
-        f" {url}/docs, ready when {url}/readyz answers",
-        file=sys.stderr,
-    )
-    if settings.workers > 1:
-        # each worker builds its app from these settings (worker_app): the tokens' digests
-        # only, through the environment, never the command line, a file or a log
-        kept = settings.without_plain_tokens().model_copy(update={"migrate_on_startup": False})
-        os.environ[WORKER_SETTINGS_VARIABLE] = kept.model_dump_json()
-        uvicorn.run(
-            f"{__name__}:worker_app",
-            factory=True,
-            workers=settings.workers,
-            host=args.host,
-            port=args.port,
-            log_level=args.log_level,
-            access_log=False,
-        )
-        return 0
-    retain_freed_memory()  # large statistics arrays reuse mapped pages (heap.py)
-    app = create_app(settings)
-    # The app and the modules it imported live as long as the process: frozen, they are
-    # out of the cyclic collector's reach, so a full collection no longer walks some
-    # 80,000 objects while requests wait (p99 of single-report uploads at 16 connections:
-    # 80-117 ms before, 28-46 ms after, two runs each; bench/ingestion.py). No full
-    # collection first: it found 40 unreachable objects among 130,000 and took 65-70 ms
-    # of the start-up (idle machine), several times that under load
-    gc.freeze()
-    # no access log: it would record the client IP address of every report
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        access_log=False,
-    )
-    return 0
-
-
-def worker_app() -> FastAPI:
-    """uvicorn's factory in each ``serve --workers N`` worker: the app of the settings that
-    ``serve`` resolved (JSON in :data:`WORKER_SETTINGS_VARIABLE`, the tokens' digests
-    only; migrations already ran), its freed memory retained and its objects frozen as in
-    :func:`_serve`."""
-    from ldp_aggregator.app import create_app
-    from ldp_aggregator.heap import retain_freed_memory
-    from ldp_aggregator.settings import Settings
-
-    settings = Settings.model_validate_json(os.environ.pop(WORKER_SETTINGS_VARIABLE))
-    retain_freed_memory()
-    app = create_app(settings)
-    gc.freeze()
-    return app
-
-
-def _settings(
-    database_url: str | None, log_url: str | None = None, workers: int | None = None
-) -> Settings:
-    """The settings from the environment (and ``--database-url``, ``--log``, ``--workers``);
-    a bad one is a :class:`ConfigurationError` naming its ``LDPCOLLECT_*`` variable."""
-    from ldp_aggregator.settings import Settings
-
-    given: dict[str, Any] = {"database_url": database_url, "log_url": log_url, "workers": workers}
-    try:
-        return Settings(**{key: value for key, value in given.items() if value is not None})
-    except ValidationError as error:
-        raise ConfigurationError(_settings_error(error)) from None
-
-
-def _settings_error(error: ValidationError) -> str:
-    first = error.errors()[0]
-    message = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
-    if not first["loc"]:  # a check across several settings
-        return f"invalid settings: {message}"
-    return f"invalid setting LDPCOLLECT_{str(first['loc'][0]).upper()}: {message}"
-
-
 def _migrate(args: argparse.Namespace) -> int:
+    from ldp_aggregator.settings import settings_from
     from ldp_aggregator.storage.engine import check_sqlite_folder, make_engine
     from ldp_aggregator.storage.migrate import current_revision, upgrade
 
-    database_url = _settings(args.database_url).database_url
+    database_url = settings_from(args.database_url).database_url
     check_sqlite_folder(database_url)
     engine = make_engine(database_url)
     try:
@@ -318,15 +155,18 @@ def _migrate(args: argparse.Namespace) -> int:
 def run_server_command(args: argparse.Namespace) -> int:
     """Run ``serve`` or ``migrate`` as parsed by :func:`add_server_commands`."""
     if args.command == "serve":
-        return _serve(args)
+        from ldp_aggregator.serve_cli import serve
+
+        return serve(args)
     if args.command == "migrate":
         return _migrate(args)
     if args.command in SHUFFLER_COMMANDS:
         return run_shuffler_command(args)
     if args.command == "fold":
         from ldp_aggregator.ingest_log.worker_cli import run_fold
+        from ldp_aggregator.settings import settings_from
 
-        return run_fold(args, _settings(args.database_url, args.log))
+        return run_fold(args, settings_from(args.database_url, args.log))
     raise ValueError(f"not a server command: {args.command!r}")
 
 

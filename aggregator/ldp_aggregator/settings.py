@@ -23,10 +23,12 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ldp_shared.errors import ConfigurationError
 
 Role = Literal["admin", "analyst"]
 ROLES: tuple[Role, ...] = ("admin", "analyst")
@@ -333,3 +335,24 @@ def _matches(presented: bytes, digest: str | None) -> bool:
     for one in digest.split(","):
         found = hmac.compare_digest(presented, one.encode("ascii")) | found
     return found
+
+
+def settings_from(
+    database_url: str | None, log_url: str | None = None, workers: int | None = None
+) -> Settings:
+    """The settings from the environment (and the command line's ``--database-url``,
+    ``--log``, ``--workers``); a bad one is a :class:`ConfigurationError` naming its
+    ``LDPCOLLECT_*`` variable."""
+    given: dict[str, Any] = {"database_url": database_url, "log_url": log_url, "workers": workers}
+    try:
+        return Settings(**{key: value for key, value in given.items() if value is not None})
+    except ValidationError as error:
+        raise ConfigurationError(_settings_error(error)) from None
+
+
+def _settings_error(error: ValidationError) -> str:
+    first = error.errors()[0]
+    message = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
+    if not first["loc"]:  # a check across several settings
+        return f"invalid settings: {message}"
+    return f"invalid setting LDPCOLLECT_{str(first['loc'][0]).upper()}: {message}"

@@ -28,14 +28,9 @@ import pytest
 from tests.aggregator.conftest import packed_reports, report_dicts, spec_payload
 from tests.engines import database_url
 
-from ldp_aggregator import heap
-from ldp_aggregator.cli import (
-    EXIT_ERROR,
-    WORKER_SETTINGS_VARIABLE,
-    main,
-    max_workers,
-    worker_app,
-)
+from ldp_aggregator import serve_cli
+from ldp_aggregator.cli import EXIT_ERROR, main
+from ldp_aggregator.serve_cli import WORKER_SETTINGS_VARIABLE, max_workers, worker_app
 from ldp_aggregator.settings import token_digest
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import current_revision
@@ -279,7 +274,7 @@ def test_serve_with_workers_migrates_first_and_hands_the_workers_digests_only(
         main(["serve", "--workers", "2", "--port", str(_free_port()), "--database-url", url]) == 0
     )
     [(app, options)] = served
-    assert app == "ldp_aggregator.cli:worker_app" and options["factory"] is True
+    assert app == "ldp_aggregator.serve_cli:worker_app" and options["factory"] is True
     assert options["workers"] == 2 and options["access_log"] is False
     engine = make_engine(url)
     try:
@@ -295,7 +290,7 @@ def test_serve_with_workers_migrates_first_and_hands_the_workers_digests_only(
 
     frozen: list[str] = []
     monkeypatch.setattr(gc, "freeze", lambda: frozen.append("freeze"))
-    monkeypatch.setattr(heap, "retain_freed_memory", lambda: frozen.append("retain") or True)
+    monkeypatch.setattr(serve_cli, "retain_freed_memory", lambda: frozen.append("retain") or True)
     worker = worker_app()
     assert frozen == ["retain", "freeze"] and WORKER_SETTINGS_VARIABLE not in os.environ
     state = worker.state.ldp
@@ -313,7 +308,7 @@ def test_one_worker_serves_the_app_in_process(
     served: list[tuple[object, dict[str, Any]]] = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append((app, options)))
     retained: list[bool] = []
-    monkeypatch.setattr(heap, "retain_freed_memory", lambda: retained.append(True) or True)
+    monkeypatch.setattr(serve_cli, "retain_freed_memory", lambda: retained.append(True) or True)
     monkeypatch.setenv("LDPCOLLECT_ADMIN_TOKEN", "an-admin-token-long-enough")
     monkeypatch.setenv("LDPCOLLECT_ANALYST_TOKEN", "an-analyst-token-long-enough")
     url = f"sqlite:///{tmp_path / 'one.db'}"
