@@ -4,7 +4,8 @@ The same request and answer models as ``POST /v1/collections/{name}/reports``
 (:class:`~ldp_shared.wire.reports.ReportBatch` in,
 :class:`~ldp_shared.wire.reports.BatchResult` out, an ``async`` route as ours is, so
 neither pays a thread-pool hop; issue 23) and no middleware; it stores nothing and
-answers every report ``accepted``. Served like the
+answers every report ``accepted``; FastAPI's own telemetry is off, as in the
+aggregator (:mod:`ldp_aggregator.telemetry`). Served like the
 aggregator (uvicorn, one process, 127.0.0.1, no access log, the same log level)::
 
     python -m uvicorn --app-dir bench _noop_app:app --host 127.0.0.1 --port PORT \
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from ldp_aggregator.telemetry import no_telemetry
 from ldp_shared.wire.reports import BatchResult, ReportBatch
 
-app = FastAPI(title="no-op upload route (benchmark yardstick)")
+app = FastAPI(title="no-op upload route (benchmark yardstick)", **no_telemetry())  # as ours
 
 
 @app.post("/v1/collections/{name}/reports", response_model=BatchResult)

@@ -30,6 +30,7 @@ from ldp_aggregator.settings import Settings
 from ldp_aggregator.storage.collections import CollectionCache
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import upgrade
+from ldp_aggregator.telemetry import no_telemetry
 from ldp_aggregator.ui import install_dashboard
 
 DESCRIPTION = """\
@@ -100,6 +101,7 @@ def create_app(
         dependencies=[Depends(require_json_media_type)],  # 415 for a JSON route's non-JSON body
         docs_url=None,  # served by install_dashboard from local files, not a CDN
         redoc_url=None,  # ReDoc would load from a CDN: not served
+        **no_telemetry(),  # no span or log of a request: who sent it, and when
     )
     app.state.ldp = state
     install_problem_handlers(app)

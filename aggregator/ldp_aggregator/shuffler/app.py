@@ -45,6 +45,7 @@ from pydantic import Field
 
 from ldp_aggregator.shuffler.store import BlobStore
 from ldp_aggregator.shuffler.verdicts import Refusal, Verdicts, permanent_refusal
+from ldp_aggregator.telemetry import no_telemetry
 from ldp_shared.errors import InvalidReportError, problem_type
 from ldp_shared.request_model import RequestModel
 from ldp_shared.sealing import blob_key_id, from_text, to_text
@@ -220,7 +221,9 @@ def create_shuffler_app(
             await forwarder.http.aclose()
             store.close()
 
-    app = FastAPI(title="ldpcollect shuffler", lifespan=lifespan, openapi_url=None)
+    app = FastAPI(
+        title="ldpcollect shuffler", lifespan=lifespan, openapi_url=None, **no_telemetry()
+    )
     app.state.forwarder = forwarder
 
     @app.post("/v1/collections/{name}/sealed-reports", status_code=202)
