@@ -8,8 +8,8 @@ threshold (128 KiB at start, raised at most to the size of a freed mapping) with
 ``mmap`` and gives it back with ``munmap`` when freed, and it returns the top of the heap
 to the system when more than its trim threshold is free. A new mapping costs one page
 fault per 4 KiB page written, more than the arithmetic on the page on a virtual machine:
-``python bench/heap.py`` measured a ``pem`` batch's ``decode_reports`` 1.4-2.2x and its
-writer transaction 1.2x faster with this setting (docs/benchmarks.md, open domains).
+``python bench/heap.py`` measured a ``pem`` batch's ``decode_reports`` 1.4-2.0x faster
+with this setting, its writer transaction 1.04-1.09x (docs/benchmarks.md, open domains).
 
 :func:`retain_freed_memory` raises both thresholds (``mallopt``) for the life of the
 process: allocations under :data:`MMAP_THRESHOLD` come from the heap, and up to
