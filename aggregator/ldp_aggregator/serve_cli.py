@@ -8,14 +8,18 @@ may import the aggregator's extra at the top.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import gc
 import logging
 import os
 import socket
 import sys
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from ldp_aggregator.app import create_app
 from ldp_aggregator.heap import retain_freed_memory
@@ -28,6 +32,29 @@ logger = logging.getLogger("ldp_aggregator")
 MAX_PORT = 65_535
 WORKERS_PER_CORE = 4
 WORKER_SETTINGS_VARIABLE = "LDPCOLLECT_SERVE_WORKER_SETTINGS"  # to the workers; not a setting
+
+
+_HTTPProtocol: Any = AutoHTTPProtocol  # typed as type[asyncio.Protocol]: not a base for mypy
+
+
+class NoDelayHTTP(_HTTPProtocol):  # type: ignore[misc]
+    """uvicorn's own HTTP protocol (httptools or h11, as ``--http auto`` picks), with
+    ``TCP_NODELAY`` set on every connection it is given.
+
+    asyncio sets it on an accepted connection only when the listening socket says
+    ``IPPROTO_TCP``; the socket uvicorn binds for ``--workers N`` says 0, so without this
+    every answer written in two pieces waited for the client's delayed acknowledgement
+    (Nagle's algorithm): about 40 ms a request. Two workers then served single reports at
+    0.40x one worker's rate with the machine mostly idle (bench/workers.py; fixed, it is
+    in docs/benchmarks.md).
+    """
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            with contextlib.suppress(OSError):  # a connection already gone
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().connection_made(transport)
 
 
 def check_listen_address(host: str, port: int) -> None:
@@ -118,6 +145,7 @@ def serve(args: argparse.Namespace) -> int:
             port=args.port,
             log_level=args.log_level,
             access_log=False,
+            http=NoDelayHTTP,
         )
         return 0
     app = _serving_app(settings)
@@ -128,6 +156,7 @@ def serve(args: argparse.Namespace) -> int:
         port=args.port,
         log_level=args.log_level,
         access_log=False,
+        http=NoDelayHTTP,
     )
     return 0
 

@@ -276,6 +276,7 @@ def test_serve_with_workers_migrates_first_and_hands_the_workers_digests_only(
     [(app, options)] = served
     assert app == "ldp_aggregator.serve_cli:worker_app" and options["factory"] is True
     assert options["workers"] == 2 and options["access_log"] is False
+    assert options["http"] is serve_cli.NoDelayHTTP  # TCP_NODELAY: test_serve_nodelay.py
     engine = make_engine(url)
     try:
         assert current_revision(engine) is not None  # migrated here, before the workers
@@ -317,6 +318,7 @@ def test_one_worker_serves_the_app_in_process(
     )
     [(app, options)] = served
     assert isinstance(app, FastAPI) and "workers" not in options
+    assert options["http"] is serve_cli.NoDelayHTTP
     assert retained == [True]  # before the app was built (ldp_aggregator/heap.py)
     engine = make_engine(url)
     try:
