@@ -45,8 +45,8 @@ class NoDelayHTTP(_HTTPProtocol):  # type: ignore[misc]
     ``IPPROTO_TCP``; the socket uvicorn binds for ``--workers N`` says 0, so without this
     every answer written in two pieces waited for the client's delayed acknowledgement
     (Nagle's algorithm): about 40 ms a request. Two workers then served single reports at
-    0.40x one worker's rate with the machine mostly idle (bench/workers.py; fixed, it is
-    in docs/benchmarks.md).
+    0.40x one worker's rate with the machine mostly idle (bench/workers.py, before and
+    after in docs/benchmarks.md).
     """
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -132,32 +132,22 @@ def serve(args: argparse.Namespace) -> int:
         f" {url}/docs, ready when {url}/readyz answers",
         file=sys.stderr,
     )
+    # no access log: it would record the client IP address of every report
+    served: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "log_level": args.log_level,
+        "access_log": False,
+        "http": NoDelayHTTP,
+    }
     if settings.workers > 1:
         # each worker builds its app from these settings (worker_app): the tokens' digests
         # only, through the environment, never the command line, a file or a log
         kept = settings.without_plain_tokens().model_copy(update={"migrate_on_startup": False})
         os.environ[WORKER_SETTINGS_VARIABLE] = kept.model_dump_json()
-        uvicorn.run(
-            f"{__name__}:worker_app",
-            factory=True,
-            workers=settings.workers,
-            host=args.host,
-            port=args.port,
-            log_level=args.log_level,
-            access_log=False,
-            http=NoDelayHTTP,
-        )
-        return 0
-    app = _serving_app(settings)
-    # no access log: it would record the client IP address of every report
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        access_log=False,
-        http=NoDelayHTTP,
-    )
+        uvicorn.run(f"{__name__}:worker_app", factory=True, workers=settings.workers, **served)
+    else:
+        uvicorn.run(_serving_app(settings), **served)
     return 0
 
 
