@@ -15,11 +15,14 @@ import logging
 import os
 import socket
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
+from sqlalchemy.engine import make_url
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
+from uvicorn.supervisors import multiprocess
 
 from ldp_aggregator.app import create_app
 from ldp_aggregator.heap import retain_freed_memory
@@ -55,6 +58,58 @@ class NoDelayHTTP(_HTTPProtocol):  # type: ignore[misc]
             with contextlib.suppress(OSError):  # a connection already gone
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         super().connection_made(transport)
+
+
+BALANCED_LISTENERS = sys.platform == "linux" and hasattr(socket, "SO_REUSEPORT")
+"""Whether ``serve --workers N`` gives each worker a listening socket of its own (Linux
+spreads the connections over a ``SO_REUSEPORT`` group; other kernels hand them all to one
+socket of the group, so there the workers keep sharing uvicorn's one socket)."""
+
+
+class OwnListenerWorker(multiprocess.Process):
+    """A worker of uvicorn's supervisor that listens on a socket of its own.
+
+    uvicorn binds one socket in the supervisor and every worker accepts from its one
+    queue; asyncio accepts every waiting connection at each wake-up, so the first worker
+    awake takes a burst of new keep-alive connections (wrk's 16, a fleet's reconnects)
+    and keeps them. Measured: two workers kept using one core of two (0.92 cores, the
+    machine 58 % busy; bench/workers.py). Here each worker binds the same address with
+    ``SO_REUSEPORT`` and listens on its own queue; the kernel picks the queue of each new
+    connection by a hash of its addresses and ports, so connections spread evenly over
+    the workers. uvicorn has no option for it (its pull request 2472 is still open).
+    The supervisor's socket stays bound and never listens: it holds the port between
+    restarts, and a replacement worker binds beside it as the first did.
+    """
+
+    def target(self, sockets: list[socket.socket] | None = None) -> None:
+        super().target([_own_listener(shared) for shared in sockets or []])
+
+
+def _own_listener(shared: socket.socket) -> socket.socket:
+    """A new socket bound to ``shared``'s address in a ``SO_REUSEPORT`` group; this
+    process's copy of ``shared`` is closed (the supervisor keeps its own)."""
+    own = socket.socket(shared.family, shared.type)
+    own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    own.bind(shared.getsockname())
+    shared.close()
+    return own
+
+
+@contextlib.contextmanager
+def own_listener_per_worker() -> Iterator[None]:
+    """While uvicorn's supervisor runs, every worker it starts (the first ones, and the
+    replacements of dead or restarted ones) is an :class:`OwnListenerWorker` (uvicorn's
+    supervisor makes every worker through this one name)."""
+    if not BALANCED_LISTENERS:
+        yield
+        return
+    shared_listener = multiprocess.Process
+    multiprocess.Process = OwnListenerWorker  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        multiprocess.Process = shared_listener  # type: ignore[misc]
 
 
 def check_listen_address(host: str, port: int) -> None:
@@ -110,6 +165,13 @@ def serve(args: argparse.Namespace) -> int:
         check_reachable(log_settings_of(settings))
     for warning in settings.weak_token_warnings():
         logger.warning("ldpcollect: warning: %s", warning)
+    if settings.workers > 1 and make_url(settings.database_url).get_backend_name() == "sqlite":
+        logger.warning(
+            "ldpcollect: warning: %d workers on one SQLite file take turns at its one write"
+            " lock and answer fewer uploads than one worker does; use PostgreSQL for several"
+            " workers",
+            settings.workers,
+        )
     check_sqlite_folder(settings.database_url)
     engine = make_engine(settings.database_url)  # lazy: no file or connection yet
     try:
@@ -145,7 +207,8 @@ def serve(args: argparse.Namespace) -> int:
         # only, through the environment, never the command line, a file or a log
         kept = settings.without_plain_tokens().model_copy(update={"migrate_on_startup": False})
         os.environ[WORKER_SETTINGS_VARIABLE] = kept.model_dump_json()
-        uvicorn.run(f"{__name__}:worker_app", factory=True, workers=settings.workers, **served)
+        with own_listener_per_worker():
+            uvicorn.run(f"{__name__}:worker_app", factory=True, workers=settings.workers, **served)
     else:
         uvicorn.run(_serving_app(settings), **served)
     return 0

@@ -212,6 +212,38 @@ def test_two_workers_answer_share_the_tokens_and_count_each_report_once(served: 
         assert call(connection, "GET", path, "not-a-token")[0] == 401
 
 
+def _listening_inodes(port: int) -> set[str]:
+    """The inodes of the sockets listening on ``port`` (``/proc/net/tcp``, state 0A)."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1].rsplit(":", 1)[1] == f"{port:04X}" and fields[3] == "0A":
+            inodes.add(fields[9])
+    return inodes
+
+
+@pytest.mark.skipif(not serve_cli.BALANCED_LISTENERS, reason="SO_REUSEPORT spreads on Linux")
+def test_each_worker_listens_on_a_socket_of_its_own(served: Served) -> None:
+    """Two listening sockets, one held by each worker and not by the other nor the
+    supervisor (uvicorn alone: one socket, held by all three); connections land on both."""
+    listening = _listening_inodes(served.port)
+    assert len(listening) == 2, listening
+    holders = {inode: _holder([served.process.pid, *served.workers], inode) for inode in listening}
+    assert sorted(holders.values()) == sorted(served.workers), holders
+    for inode, holder in holders.items():
+        others = [pid for pid in [served.process.pid, *served.workers] if pid != holder]
+        assert _holder(others, inode) is None
+    accepted_by = []
+    for _ in range(16):  # each worker takes any one with chance 1/2: all 16 on one, 2**-15
+        with socket.create_connection(("127.0.0.1", served.port), timeout=10) as client:
+            client.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert client.recv(64).startswith(b"HTTP/1.1")
+            inode = _socket_inode(served.port, client.getsockname()[1])
+            assert inode is not None
+            accepted_by.append(_holder(served.workers, inode))
+    assert set(accepted_by) == set(served.workers), accepted_by
+
+
 def test_the_plain_tokens_reach_no_worker_and_no_command_line(served: Served) -> None:
     secrets_ = list(served.tokens.values())
     for pid in [served.process.pid, *served.workers]:
@@ -251,6 +283,37 @@ def test_a_bad_worker_setting_names_its_variable(
     assert main(["serve", "--database-url", f"sqlite:///{database}"]) == EXIT_ERROR
     assert f"LDPCOLLECT_WORKERS must be from 1 to {max_workers()}" in capsys.readouterr().err
     assert not database.exists()
+
+
+@pytest.mark.parametrize(("workers", "warned"), [("2", True), ("1", False)])
+def test_several_workers_on_sqlite_are_warned_against(
+    workers: str,
+    warned: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: None)
+    monkeypatch.setattr(serve_cli, "_serving_app", lambda settings: None)  # no app needed
+    monkeypatch.setenv(WORKER_SETTINGS_VARIABLE, "")  # restored (unset) after the test
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    with caplog.at_level(logging.WARNING, logger="ldp_aggregator"):
+        args = ["serve", "--workers", workers, "--port", str(_free_port()), "--database-url", url]
+        assert main(args) == 0
+    said = [r.getMessage() for r in caplog.records if "SQLite" in r.getMessage()]
+    assert said == (
+        [
+            "ldpcollect: warning: 2 workers on one SQLite file take turns at its one"
+            " write lock and answer fewer uploads than one worker does; use PostgreSQL"
+            " for several workers"
+        ]
+        if warned
+        else []
+    )
 
 
 def test_serve_with_workers_migrates_first_and_hands_the_workers_digests_only(
