@@ -19,6 +19,12 @@ throughout, as deployed.
 * ``database_rows``: the database tier alone: batches of the fold's size
   (:data:`~ldp_aggregator.ingest_log.fold.DEFAULT_BATCH`) written in this process by
   :func:`~ldp_aggregator.ingest_log.fold.fold_batch`, no log involved: rows/s.
+* ``rewrite``: the periodic rewrite out of arrival order
+  (:func:`~ldp_aggregator.storage.at_rest.rewrite_reports`) of everything the run stored,
+  timed once: seconds, and seconds per million stored reports. The servers and fold
+  workers run with ``LDPCOLLECT_RESHUFFLE_SECONDS=0`` (no periodic rewrite) so that no
+  rewrite lands inside a timed run: one that did held the direct replica for a whole
+  10 s run (0 requests) once the table held millions of reports.
 
 These are the capacity plan's inputs (docs/log-mode.md).
 
@@ -48,6 +54,7 @@ from _wrk import cpu_seconds, wrk_path, wrk_version
 from ingestion import POSTGRES_ADMIN_URL, Loader, one_report_bits
 from ldp_aggregator.ingest_log.fold import DEFAULT_BATCH, CollectionsById, fold_batch
 from ldp_aggregator.ingest_log.stream import LogChunk, chunk_size
+from ldp_aggregator.storage.at_rest import rewrite_reports
 from ldp_aggregator.storage.collections import load_collection
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.tables import reports
@@ -56,6 +63,10 @@ from ldp_client import LDPClient
 from ldp_shared.periods import stamp
 from ldp_simulation.fleet import free_port, stop_process
 
+STOP_SECONDS = 900.0
+"""How long a stopped fold worker may take: its last rewrite of everything stored (a
+worker killed in it would leave PostgreSQL finishing the copy under its table lock,
+holding up the next timed run)."""
 NATS = shutil.which("nats-server") or "/usr/sbin/nats-server"
 
 
@@ -140,15 +151,18 @@ def fold_rate(
             elif first is not None and now - last[0] > idle:
                 break
     finally:
-        for process in processes:
-            stop_process(process)
+        stopping = time.monotonic()
+        for process in processes:  # each rewrites what it stored once more as it stops
+            stop_process(process, timeout=STOP_SECONDS)
+        stop_seconds = time.monotonic() - stopping
         log(f"[log_mode] the fold workers' log ends: {log_path.read_text()[-1500:]!r}")
     if first is None:
         return {"workers": workers, "folded": 0, "note": "nothing was folded"}
     folded = max(last[1] - first[1], 1)
     return {
         "workers": workers,
-        "backlog_before": before,
+        "stop_seconds": stop_seconds,
+        "stored_before": before,
         "folded": last[1] - first[1],
         "seconds": last[0] - first[0],
         "reports_per_second": (last[1] - first[1]) / max(last[0] - first[0], 1e-9),
@@ -190,6 +204,25 @@ def database_rows(database_url: str, name: str, batches: int = 3) -> dict[str, A
         engine.dispose()
 
 
+def rewrite_cost(database_url: str) -> dict[str, Any]:
+    """One :func:`rewrite_reports` of the whole database, timed, with its size."""
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            rows = int(connection.execute(select(func.count()).select_from(reports)).scalar_one())
+        started = time.perf_counter()
+        done = rewrite_reports(engine)
+        seconds = time.perf_counter() - started
+        return {
+            "stored_reports": rows,
+            "rewritten": done,
+            "seconds": seconds,
+            "seconds_per_million_reports": seconds / max(rows, 1) * 1e6,
+        }
+    finally:
+        engine.dispose()
+
+
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=None, help="per wrk run (10; quick 3)")
@@ -213,7 +246,12 @@ def main() -> None:
     if wrk is None or not Path(NATS).is_file():
         sys.exit("log_mode: needs wrk (bench/setup_peers.sh) and nats-server")
     loader = Loader(wrk, args)
-    out: dict[str, Any] = {"wrk": {"version": wrk_version(wrk)}, "single": []}
+    os.environ["LDPCOLLECT_RESHUFFLE_SECONDS"] = "0"  # servers and fold workers: see `rewrite`
+    out: dict[str, Any] = {
+        "wrk": {"version": wrk_version(wrk)},
+        "server_environment": {"LDPCOLLECT_RESHUFFLE_SECONDS": "0"},
+        "single": [],
+    }
     with (
         tempfile.TemporaryDirectory(prefix="ldp-bench-nats-") as tmp,
         nats_cluster(Path(tmp)) as (log_url, nats_pids),
@@ -272,6 +310,8 @@ def main() -> None:
             admin.create_collection(bench_spec("rows", "oue"))
         out["database_rows"] = database_rows(url, "rows")
         log(f"[log_mode] database alone, batches of {DEFAULT_BATCH}: {out['database_rows']}")
+        out["rewrite"] = rewrite_cost(url)
+        log(f"[log_mode] one rewrite of everything stored: {out['rewrite']}")
         out["command_direct"] = " ".join(direct.command).replace(url, "<fresh PostgreSQL>")
     out["_started"], out["_load_at_start"] = started["_started"], started["_load_at_start"]
     emit("log_mode", out, args.quick, args.output)
