@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from datetime import date
 from urllib.parse import urlsplit
 
-import nats
 from nats.aio.client import Client
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
@@ -102,17 +101,23 @@ async def connect(settings: LogSettings, name: str) -> Client:
     """A connection to the cluster that reconnects for ever once made (a node killed is
     survived); :class:`~ldp_shared.errors.TransportError` when no node answers within
     :data:`CONNECT_SECONDS` at first."""
+    client = Client()
+
+    async def disconnected() -> None:
+        if not client.is_closed:  # closed: this process is stopping, nothing was lost
+            logger.warning("log connection lost; reconnecting to another node")
+
     try:
-        return await asyncio.wait_for(
-            nats.connect(
+        await asyncio.wait_for(
+            client.connect(
                 servers=list(settings.servers),
                 name=name,
                 max_reconnect_attempts=-1,
-                reconnect_time_wait=0.25,
+                reconnect_time_wait=0.25,  # type: ignore[arg-type]  # seconds; annotated int, used as a float
                 connect_timeout=2,
                 allow_reconnect=True,
                 error_cb=_log_error,
-                disconnected_cb=_log_disconnected,
+                disconnected_cb=disconnected,
                 reconnected_cb=_log_reconnected,
             ),
             CONNECT_SECONDS,
@@ -120,14 +125,11 @@ async def connect(settings: LogSettings, name: str) -> Client:
     except (TimeoutError, NatsError, OSError):
         where = ",".join(settings.servers)
         raise TransportError(f"the log does not answer at {where}") from None
+    return client
 
 
 async def _log_error(error: Exception) -> None:  # one line, not nats-py's traceback
     logger.debug("log connection: %s: %s", type(error).__name__, error)
-
-
-async def _log_disconnected() -> None:
-    logger.warning("log connection lost; reconnecting to another node")
 
 
 async def _log_reconnected() -> None:
