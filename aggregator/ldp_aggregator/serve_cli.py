@@ -20,7 +20,6 @@ from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
-from sqlalchemy.engine import make_url
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from uvicorn.supervisors import multiprocess
 
@@ -78,7 +77,10 @@ class OwnListenerWorker(multiprocess.Process):
     connection by a hash of its addresses and ports, so connections spread evenly over
     the workers. uvicorn has no option for it (its pull request 2472 is still open).
     The supervisor's socket stays bound and never listens: it holds the port between
-    restarts, and a replacement worker binds beside it as the first did.
+    restarts, and a replacement worker binds beside it as the first did. A worker that
+    stops takes its own queue with it: connections the kernel had queued there and the
+    worker had not yet accepted are reset (the client retries), unless the kernel moves
+    them to another worker of the group (``net.ipv4.tcp_migrate_req = 1``, Linux 5.14).
     """
 
     def target(self, sockets: list[socket.socket] | None = None) -> None:
@@ -165,15 +167,15 @@ def serve(args: argparse.Namespace) -> int:
         check_reachable(log_settings_of(settings))
     for warning in settings.weak_token_warnings():
         logger.warning("ldpcollect: warning: %s", warning)
-    if settings.workers > 1 and make_url(settings.database_url).get_backend_name() == "sqlite":
+    check_sqlite_folder(settings.database_url)
+    engine = make_engine(settings.database_url)  # lazy: no file or connection yet
+    if settings.workers > 1 and engine.url.get_backend_name() == "sqlite":
         logger.warning(
             "ldpcollect: warning: %d workers on one SQLite file take turns at its one write"
             " lock and answer fewer uploads than one worker does; use PostgreSQL for several"
             " workers",
             settings.workers,
         )
-    check_sqlite_folder(settings.database_url)
-    engine = make_engine(settings.database_url)  # lazy: no file or connection yet
     try:
         check_listen_address(args.host, args.port)  # before the database is created
         ping(engine)  # a bad URL or an unreachable database is one line, not a traceback

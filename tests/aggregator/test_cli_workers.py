@@ -270,6 +270,16 @@ def test_a_bad_worker_count_is_one_line_and_creates_nothing(
     assert f"got {workers}" in captured.err and not database.exists()
 
 
+def test_an_unparsable_database_url_with_workers_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["serve", "--workers", "2", "--port", str(_free_port()), "--database-url", "::nope"]
+    assert main(args) == EXIT_ERROR
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.splitlines()) == 1
+    assert "the database URL cannot be parsed" in captured.err
+
+
 def test_a_bad_worker_setting_names_its_variable(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
