@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,6 +47,7 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+import httpx
 from sqlalchemy import func, select
 
 from _common import base_parser, emit, log, sized, start_marker
@@ -67,6 +69,7 @@ STOP_SECONDS = 900.0
 """How long a stopped fold worker may take: its last rewrite of everything stored (a
 worker killed in it would leave PostgreSQL finishing the copy under its table lock,
 holding up the next timed run)."""
+WRITTEN = re.compile(r'^ldpcollect_fold_reports_total\{outcome="written"\} (\S+)$', re.MULTILINE)
 NATS = shutil.which("nats-server") or "/usr/sbin/nats-server"
 
 
@@ -93,10 +96,14 @@ def nats_cluster(root: Path) -> Iterator[tuple[str, list[int]]]:
             stop_process(process)
 
 
-def fold_worker(database_url: str, log_url: str, log_path: Path) -> subprocess.Popen[bytes]:
-    """An ``ldpcollect fold`` process."""
+def fold_worker(
+    database_url: str, log_url: str, log_path: Path, metrics_port: int = 0
+) -> subprocess.Popen[bytes]:
+    """An ``ldpcollect fold`` process (its metrics on ``metrics_port`` unless 0)."""
     env = dict(os.environ, LDPCOLLECT_DATABASE_URL=database_url, LDPCOLLECT_LOG_URL=log_url)
     command = [sys.executable, "-m", "ldp_aggregator.cli", "fold"]
+    if metrics_port:
+        command += ["--metrics-port", str(metrics_port)]
     with log_path.open("ab") as log_file:
         return subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT)
 
@@ -112,6 +119,20 @@ def stored(database_url: str, name: str) -> int:
         engine.dispose()
 
 
+def written_by(ports: list[int], known: list[int]) -> int:
+    """The reports the fold workers on ``ports`` wrote so far, from their metrics
+    (``known``: each worker's last answer, kept when one does not answer)."""
+    for k, port in enumerate(ports):
+        try:
+            text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2.0).text
+        except httpx.HTTPError:  # starting, or stopping: its last count stands
+            continue
+        found = WRITTEN.search(text)
+        if found is not None:
+            known[k] = int(float(found.group(1)))
+    return sum(known)
+
+
 def fold_rate(
     database_url: str,
     log_url: str,
@@ -123,9 +144,14 @@ def fold_rate(
     idle: float = 5.0,
 ) -> dict[str, Any]:
     """Start ``workers`` fold workers on a backlog; reports/s from the first commit seen
-    to the last (done once nothing changed for ``idle`` seconds)."""
+    to the last (done once nothing changed for ``idle`` seconds). Progress is read from
+    the workers' own metrics: counting the stored rows every 0.2 s, as this did before,
+    made PostgreSQL scan an index of millions of entries five times a second beside the
+    fold it measured. The table is counted once before and once after, as a check."""
     before = stored(database_url, name)
-    processes = [fold_worker(database_url, log_url, log_path) for _ in range(workers)]
+    ports = [free_port() for _ in range(workers)]
+    processes = [fold_worker(database_url, log_url, log_path, port) for port in ports]
+    known = [0] * workers
 
     def cpu() -> tuple[float, float]:
         return (
@@ -137,11 +163,11 @@ def fold_rate(
     cpu_after = cpu_before
     try:
         first: tuple[float, int] | None = None
-        last = (time.monotonic(), before)
+        last = (time.monotonic(), 0)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             time.sleep(0.2)
-            count = stored(database_url, name)
+            count = written_by(ports, known)
             now = time.monotonic()
             if count != last[1]:
                 if first is None:
@@ -163,6 +189,8 @@ def fold_rate(
         "workers": workers,
         "stop_seconds": stop_seconds,
         "stored_before": before,
+        "stored_after": stored(database_url, name),
+        "written_by_the_workers": sum(known),
         "folded": last[1] - first[1],
         "seconds": last[0] - first[0],
         "reports_per_second": (last[1] - first[1]) / max(last[0] - first[0], 1e-9),
