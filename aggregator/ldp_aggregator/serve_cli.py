@@ -84,17 +84,28 @@ class OwnListenerWorker(multiprocess.Process):
     """
 
     def target(self, sockets: list[socket.socket] | None = None) -> None:
-        super().target([_own_listener(shared) for shared in sockets or []])
+        shared = sockets or []
+        try:
+            own = [_own_listener(listener) for listener in shared]
+        except OSError as error:  # not expected once serve checked the port; never fatal
+            logger.warning("ldpcollect: worker accepts from the shared socket: %s", error)
+            super().target(shared)
+            return
+        for listener in shared:  # this process's copies; the supervisor keeps its own
+            listener.close()
+        super().target(own)
 
 
 def _own_listener(shared: socket.socket) -> socket.socket:
-    """A new socket bound to ``shared``'s address in a ``SO_REUSEPORT`` group; this
-    process's copy of ``shared`` is closed (the supervisor keeps its own)."""
+    """A new socket bound to ``shared``'s address in a ``SO_REUSEPORT`` group."""
     own = socket.socket(shared.family, shared.type)
-    own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    own.bind(shared.getsockname())
-    shared.close()
+    try:
+        own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        own.bind(shared.getsockname())
+    except OSError:
+        own.close()
+        raise
     return own
 
 

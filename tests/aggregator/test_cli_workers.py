@@ -270,6 +270,41 @@ def test_a_bad_worker_count_is_one_line_and_creates_nothing(
     assert f"got {workers}" in captured.err and not database.exists()
 
 
+@pytest.mark.parametrize("binds", [True, False])
+def test_a_worker_listens_on_its_own_socket_or_else_on_the_shared_one(
+    binds: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In process, uvicorn's serving replaced: the sockets a worker serves on."""
+    from uvicorn.supervisors import multiprocess
+
+    served: list[list[socket.socket] | None] = []
+    monkeypatch.setattr(
+        multiprocess.Process, "target", lambda self, sockets=None: served.append(sockets)
+    )
+    if not binds:
+
+        def refused(shared: socket.socket) -> socket.socket:
+            raise OSError("address in use")
+
+        monkeypatch.setattr(serve_cli, "_own_listener", refused)
+    worker = serve_cli.OwnListenerWorker.__new__(serve_cli.OwnListenerWorker)  # no process
+    with socket.socket() as shared:
+        shared.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        shared.bind(("127.0.0.1", 0))
+        address = shared.getsockname()
+        worker.target([shared])
+        [sockets] = served
+        assert sockets is not None and len(sockets) == 1
+        if binds:  # a new socket at the same address, in a SO_REUSEPORT group; the copy closed
+            [own] = sockets
+            assert own is not shared and shared.fileno() == -1
+            assert own.getsockname() == address
+            assert own.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT) == 1
+            own.close()
+        else:
+            assert sockets == [shared] and shared.fileno() != -1
+
+
 def test_an_unparsable_database_url_with_workers_is_one_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
