@@ -87,7 +87,9 @@ class OwnListenerWorker(multiprocess.Process):
         shared = sockets or []
         try:
             own = [_own_listener(listener) for listener in shared]
-        except OSError as error:  # not expected once serve checked the port; never fatal
+        except OSError as error:  # not expected once serve checked the port
+            # the shared socket serves only while no other worker listens on a socket of
+            # its own (beside one, listening on it fails too, and the worker exits)
             logger.warning("ldpcollect: worker accepts from the shared socket: %s", error)
             super().target(shared)
             return
