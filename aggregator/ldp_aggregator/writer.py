@@ -15,8 +15,11 @@ and in what order. The writer bounds that:
   ``xmin``, one commit in the log) and cannot be told apart in the files. Async request
   handlers wait without a thread of their own (:meth:`ReportWriter.store_async`).
 * **A short log (SQLite).** After every transaction the write-ahead log is checkpointed
-  and truncated (:class:`~ldp_aggregator.storage.at_rest.WalTruncator`), and only then
-  are its requests answered: a process killed between requests leaves an empty log.
+  and truncated (:class:`~ldp_aggregator.storage.at_rest.WalTruncator`) before the
+  writer takes the next group, so the log never holds more than the transaction in
+  progress. The group is answered between its commit and the truncation, so that its
+  clients' next requests arrive meanwhile (1.18x the single-report requests/s of
+  answering after it; docs/privacy-at-rest.md).
 * **Periodic rewrite.** :meth:`ReportWriter.rewrite` rebuilds the tables out of arrival
   order (:func:`~ldp_aggregator.storage.at_rest.rewrite_reports`);
   :class:`~ldp_aggregator.reshuffler.Reshuffler` calls it as soon as the app starts,
@@ -229,17 +232,29 @@ class ReportWriter:
                 if not self._queue:
                     return
                 group, self._queue = self._queue, []
+            answered = False
             try:
                 valid = decode_singles(group)
                 with self._writing:
+                    self._write(valid)
+                    # answered once committed; the log is truncated next, with the writer
+                    # still busy (so it never holds two transactions), while the answered
+                    # requests' next ones arrive and parse
+                    self._answer(group)
+                    answered = True
                     if valid:
-                        self._write(valid)
                         self._truncate_wal()
             except BaseException as error:  # a bug: answer the group rather than hang it
                 logger.exception("the report writer failed")
-                for pending in group:
-                    pending.error = pending.error or error
-            self._answer(group)
+                if not answered:
+                    for pending in group:
+                        pending.error = pending.error or error
+                    self._answer(group)
+
+    def wait_idle(self) -> None:
+        """Return once no transaction (nor the log's truncation after it) is in progress."""
+        with self._writing:
+            pass
 
     def _truncate_wal(self) -> None:
         try:
