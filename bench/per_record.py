@@ -1,4 +1,4 @@
-"""One record per call, and batches to Reports: ldpcollect's SDK vs pure-LDP and multi-freq-ldpy.
+"""One record per call, and batches to the wire: ldpcollect's SDK vs pure-LDP and multi-freq-ldpy.
 
 For every setting (GRR, SUE, OUE at d = 16 and d = 1,024; ε ∈ {1, 4}), in interleaved
 A/B pairs (``_freq_peers.interleave``: each pair times every arm once, in alternating
@@ -10,9 +10,11 @@ order; the ratios are taken pair by pair and given as their range):
   are their per-record client calls on the same strings (pure-LDP ``DEClient``/
   ``UEClient.privatise`` through its ``index_mapper``, multi-freq-ldpy ``GRR_Client``/
   ``UE_Client`` with a dict lookup, numba compiled before timing);
-* **batches to Reports** (target: 10× pure-LDP's whole process): ours are
+* **batches to the wire** (target: 10× pure-LDP's whole process): ours are
   ``privatize_many(config, records)`` and ``privatize_columns(config, {"v": values})``,
-  records to a list of ``Report`` objects; pure-LDP's whole process is every client's
+  records to reports (a :class:`~ldp_client.reports.ReportColumns`), then the upload
+  bodies of their batches of 1,000 (``wire_json``, what ``submit_reports`` sends);
+  pure-LDP's whole process is every client's
   ``privatise``, its server's ``aggregate`` of each report, and ``estimate_all`` over
   the domain; its client loop alone is given beside it.
 
@@ -43,6 +45,17 @@ from _freq_peers import (
     subsample_for,
 )
 from ldp_client import privatize, privatize_columns, privatize_many
+from ldp_client.reports import ReportColumns
+
+UPLOAD_BATCH = 1000  # the SDK's default batch size
+
+
+def upload_bodies(reports: ReportColumns) -> int:
+    """Write the upload body of every batch of ``reports`` (as ``submit_reports`` does);
+    the number of reports."""
+    for start in range(0, len(reports), UPLOAD_BATCH):
+        reports[start : start + UPLOAD_BATCH].wire_json()
+    return len(reports)
 
 
 def per_record_part(
@@ -78,12 +91,14 @@ def batch_part(
     values = strings[: args.batch]
     records = [{"v": s} for s in values]
     arms = {
-        "ours_privatize_many": lambda: len(privatize_many(config, records)),
-        "ours_privatize_columns": lambda: len(privatize_columns(config, {"v": values})),
+        "ours_privatize_many": lambda: upload_bodies(privatize_many(config, records)),
+        "ours_privatize_columns": lambda: upload_bodies(privatize_columns(config, {"v": values})),
     }
     calls = {
-        "ours_privatize_many": f"privatize_many(config, records) on {len(values):,} records",
-        "ours_privatize_columns": f"privatize_columns(config, columns) on {len(values):,}",
+        "ours_privatize_many": f"privatize_many(config, records) on {len(values):,} records,"
+        f" then the upload bodies of its batches of {UPLOAD_BATCH:,}",
+        "ours_privatize_columns": f"privatize_columns(config, columns) on {len(values):,},"
+        f" then the upload bodies of its batches of {UPLOAD_BATCH:,}",
     }
     if "pure-ldp" in peers:
         whole = pure_ldp_whole(peers["pure-ldp"], mechanism, d, epsilon)

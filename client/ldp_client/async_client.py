@@ -38,6 +38,7 @@ from ldp_client.naive_bayes_methods_async import AsyncNaiveBayesMethods
 from ldp_client.plan_methods_async import AsyncPlanMethods
 from ldp_client.policy import DevicePolicy
 from ldp_client.protocol import ApiCall, Outcome, PostProcess, Success
+from ldp_client.reports import ReportColumns
 from ldp_client.settings import Settings
 from ldp_client.shuffled_methods_async import AsyncShuffledMethods
 from ldp_client.training_methods_async import AsyncTrainingMethods
@@ -291,7 +292,7 @@ class AsyncLDPClient(
         config = await self.get_config(name)
         return self._device.privatize(config, record, self._settings.rng)
 
-    async def privatize_many(self, name: str, records: Iterable[Record]) -> list[Report]:
+    async def privatize_many(self, name: str, records: Iterable[Record]) -> ReportColumns:
         """Perturbed reports of many records, vectorised (no upload)."""
         if not isinstance(records, Iterable):  # None, a number: typed, before any request
             kind = type(records).__name__
@@ -299,7 +300,7 @@ class AsyncLDPClient(
         config = await self.get_config(name)
         return self._device.privatize_many(config, records, self._settings.rng)
 
-    async def privatize_columns(self, name: str, columns: Columns) -> list[Report]:
+    async def privatize_columns(self, name: str, columns: Columns) -> ReportColumns:
         """Perturbed reports of columnar records (simulations; no upload)."""
         config = await self.get_config(name)
         return self._device.privatize_columns(config, columns, self._settings.rng)

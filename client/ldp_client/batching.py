@@ -69,8 +69,9 @@ class BatchPlan:
     def __init__(self, reports: Sequence[Report], batch_size: int) -> None:
         size = check_batch_size(batch_size)
         self.total = len(reports)
-        self._pending: deque[list[Report]] = deque(
-            list(reports[start : start + size]) for start in range(0, len(reports), size)
+        # slices, not lists: a ReportColumns slice stays columns (its body is built at once)
+        self._pending: deque[Sequence[Report]] = deque(
+            reports[start : start + size] for start in range(0, len(reports), size)
         )
         self._outcomes: list[ReportOutcome] = []
 
@@ -79,7 +80,7 @@ class BatchPlan:
         """Reports the aggregator has answered for so far."""
         return len(self._outcomes)
 
-    def next_batch(self) -> list[Report] | None:
+    def next_batch(self) -> Sequence[Report] | None:
         """The next batch to send, or ``None`` when all were answered."""
         return self._pending.popleft() if self._pending else None
 
@@ -87,7 +88,7 @@ class BatchPlan:
         """Keep the answer to ``batch`` (checked by the protocol to match it)."""
         self._outcomes.extend(result.outcomes)
 
-    def too_large(self, batch: list[Report], error: LDPError) -> None:
+    def too_large(self, batch: Sequence[Report], error: LDPError) -> None:
         """Resend ``batch`` as two halves; re-raise ``error`` if it holds one report."""
         if len(batch) <= 1:
             self.annotate(error)

@@ -28,7 +28,7 @@ from ldp_client.longitudinal import ValueCharge, permanent_key, value_charges
 from ldp_client.one_record import record_path
 from ldp_client.policy import DevicePolicy
 from ldp_client.privatize import check_records, reports_from_packed
-from ldp_client.reports import one_report
+from ldp_client.reports import ReportColumns, one_report
 from ldp_shared.codec import Columns, Privatizer, Record, records_to_columns
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import ConfigurationError, InvalidRecordError
@@ -121,7 +121,7 @@ class Device:
 
     def privatize_many(
         self, config: CollectionConfig, records: Iterable[Record], rng: np.random.Generator | None
-    ) -> list[Report]:
+    ) -> ReportColumns:
         """One report per record, in order, checked against the policy and charged."""
         rows = check_records(records)
         self._check(config)
@@ -134,7 +134,7 @@ class Device:
 
     def privatize_columns(
         self, config: CollectionConfig, columns: Columns, rng: np.random.Generator | None
-    ) -> list[Report]:
+    ) -> ReportColumns:
         """Reports of columnar records, checked against the policy and charged."""
         if not isinstance(columns, Mapping):
             raise InvalidRecordError("columns must be a mapping of attribute name to values")
@@ -154,7 +154,7 @@ class Device:
         packed: NDArray[np.uint8],
         records: Callable[[], Sequence[Record]],
         values: Sequence[ValueCharge] = (),
-    ) -> list[Report]:
+    ) -> ReportColumns:
         """Charge validated, perturbed reports to the ledger; the reports to send.
 
         ``records()`` gives the rows' records; it is called for memoised collections only.

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldp_client.one_record import record_path
-from ldp_client.reports import build_reports, encode_rows, one_report, report_ids
+from ldp_client.reports import ReportColumns, one_report
 from ldp_shared.codec import Columns, Privatizer, Record
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidRecordError, InvalidReportError
@@ -73,7 +73,7 @@ def privatize_packed(
 
 def privatize_many(
     config: CollectionConfig, records: Iterable[Record], rng: np.random.Generator | None = None
-) -> list[Report]:
+) -> ReportColumns:
     """One perturbed report per record, in order, each with a fresh random id (vectorised)."""
     packed = Privatizer(config).privatize_many(check_records(records), rng)
     return reports_from_packed(config, packed)
@@ -90,7 +90,7 @@ def check_records(records: Iterable[Record]) -> list[Record]:
 
 def privatize_columns(
     config: CollectionConfig, columns: Columns, rng: np.random.Generator | None = None
-) -> list[Report]:
+) -> ReportColumns:
     """Reports for columnar records: one sequence (or array) of values per attribute.
 
     The fast path for simulations: ``{"browser": array_of_n_values, ...}`` is perturbed
@@ -102,12 +102,13 @@ def privatize_columns(
     return reports_from_packed(config, packed)
 
 
-def reports_from_packed(config: CollectionConfig, packed: NDArray[Any]) -> list[Report]:
-    """Wrap an ``n × report_bytes`` uint8 matrix of perturbed reports into :class:`Report`s."""
+def reports_from_packed(config: CollectionConfig, packed: NDArray[Any]) -> ReportColumns:
+    """Reports (with fresh ids) of an ``n × report_bytes`` uint8 matrix of perturbed rows,
+    kept as columns (:class:`~ldp_client.reports.ReportColumns`)."""
     matrix = np.asarray(packed, dtype=np.uint8)
     if matrix.ndim != 2 or matrix.shape[1] != config.report_bytes:
         raise InvalidReportError(
             f"packed reports must be an n × {config.report_bytes} byte matrix,"
             f" got shape {matrix.shape}"
         )
-    return build_reports(report_ids(len(matrix)), config.config_hash, encode_rows(matrix))
+    return ReportColumns.of_packed(config.config_hash, matrix)

@@ -31,6 +31,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import ValidationError
 
+from ldp_client.reports import ReportColumns
 from ldp_client.retry import parse_retry_after
 from ldp_client.unreachable import cannot_connect
 from ldp_shared.collection import CollectionConfig
@@ -198,10 +199,13 @@ def submit_reports_call(name: str, reports: Sequence[Report]) -> ApiCall[BatchRe
     Idempotent: the body, and so every report id, is fixed once, and the aggregator
     counts a repeated id once.
     """
+    path = collection_path(name) + "/reports"
+    if isinstance(reports, ReportColumns):  # made here: written from its matrices
+        return ApiCall("POST", path, _batch_parser(reports.ids), body=reports.wire_json())
     batch = ReportBatch(reports=list(reports))
     return ApiCall(
         "POST",
-        collection_path(name) + "/reports",
+        path,
         _batch_parser([report.id for report in batch.reports]),
         body=batch.model_dump_json().encode("utf-8"),
     )

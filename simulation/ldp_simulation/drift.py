@@ -181,7 +181,7 @@ def _count_in(
     named = {"os": np.asarray(OSES)[columns["os"]], "minutes": columns["minutes"]}
     reports = privatize_columns(collection.config, named, rng)
     for start in range(0, len(reports), MAX_BATCH):
-        batch = ReportBatch.model_construct(reports=reports[start : start + MAX_BATCH])
+        batch = ReportBatch.model_construct(reports=list(reports[start : start + MAX_BATCH]))
         ingest_batch(engine, collection, batch, at=at)
 
 

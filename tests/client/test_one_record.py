@@ -15,6 +15,7 @@ from tests.statistical._stats import (
     assert_z_power,
     binomial_pvalue,
     chi2_gof,
+    chi2_gof_rows,
     wrong_epsilons,
 )
 
@@ -41,13 +42,38 @@ def _config(*mechanisms: str, d: int = 11) -> CollectionConfig:
     return build_config(CollectionSpec(name="c", attributes=attributes, epsilon=2.0))
 
 
-def test_report_ids_are_fresh_128_bit_tokens() -> None:
-    ids = report_ids(1000) + [next_report_id() for _ in range(300)]
+URL_SAFE = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+ID_ALPHA = 1e-6  # the ids come from the secure generator, which takes no seed
+
+
+def _letter_uniformity(ids: list[str]) -> float:
+    """p-value of the ids' characters, position by position, being uniform over the
+    URL-safe alphabet (22 positions × 64 letters)."""
+    chars = np.frombuffer("".join(ids).encode("ascii"), dtype=np.uint8).reshape(len(ids), 22)
+    letter = np.full(256, -1)
+    letter[np.frombuffer(URL_SAFE.encode("ascii"), dtype=np.uint8)] = np.arange(64)
+    found = letter[chars]
+    assert (found >= 0).all()
+    counts = np.stack([np.bincount(found[:, k], minlength=64) for k in range(22)])
+    return chi2_gof_rows(counts, np.full((22, 64), 1 / 64)).pvalue
+
+
+def test_report_ids_are_fresh_132_bit_tokens() -> None:
+    ids = report_ids(20_000) + [next_report_id() for _ in range(300)]
     assert len(set(ids)) == len(ids)
     for token in ids[:50] + ids[-50:]:
         assert re.fullmatch(REPORT_ID_PATTERN, token) and len(token) == 22
-        assert len(base64.urlsafe_b64decode(token + "==")) == 16
+    assert _letter_uniformity(ids[:20_000]) > ID_ALPHA
     assert report_ids(0) == []
+
+
+def test_the_id_uniformity_check_has_power() -> None:
+    """An id of 128 random bits in base64 (whose 22nd letter holds 4 bits) would fail."""
+    rng = np.random.default_rng(8)
+    ids = [
+        base64.urlsafe_b64encode(rng.bytes(16)).decode("ascii").rstrip("=") for _ in range(20_000)
+    ]
+    assert _letter_uniformity(ids) < ID_ALPHA
 
 
 @pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 128, 129])
@@ -103,7 +129,7 @@ def test_other_mechanisms_take_the_vectorised_path() -> None:
 
 
 def _child(queue: multiprocessing.Queue[object]) -> None:
-    queue.put((len(reports_module._pool), shared_secure_rng().integers(0, 2**62)))
+    queue.put((len(reports_module._pool), shared_secure_rng().integers(0, 2**62), report_ids(4)))
 
 
 def test_a_forked_child_draws_its_own_ids_and_noise() -> None:
@@ -113,10 +139,11 @@ def test_a_forked_child_draws_its_own_ids_and_noise() -> None:
     queue: multiprocessing.Queue[object] = context.Queue()
     child = context.Process(target=_child, args=(queue,))
     child.start()
-    pool_size, child_draw = queue.get(timeout=30)  # type: ignore[misc]
+    pool_size, child_draw, child_ids = queue.get(timeout=30)  # type: ignore[misc]
     child.join(timeout=30)
     assert pool_size == 0
     assert child_draw != int(shared_secure_rng().integers(0, 2**62)) != parent_draw
+    assert child_ids != report_ids(4)  # the id generator too is keyed anew in the child
 
 
 def _flh_config(epsilon: float, domain: list[str] | None = None) -> CollectionConfig:
