@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -352,3 +353,44 @@ def test_an_out_of_domain_value_lists_the_allowed_ones() -> None:
         Privatizer(config).privatize({**GOOD, "colour": "purple"}, seeded_rng(0))
     with pytest.raises(InvalidRecordError, match=r"allowed: 's0', .*, 's9' \(and 290 more\)$"):
         Privatizer(config).privatize({**GOOD, "size": "s300"}, seeded_rng(0))
+
+
+class _Record(Mapping[str, Any]):
+    """A mapping that is not a dict (the record-by-record path)."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def test_records_to_columns_reads_dicts_and_other_mappings_alike() -> None:
+    config = make_config()
+    records = [{**GOOD, "colour": colour} for colour in ("red", "green", "blue")]
+    columns = records_to_columns(config, records)
+    assert columns == records_to_columns(config, [_Record(r) for r in records])
+    assert columns["colour"] == ["red", "green", "blue"]
+    assert list(columns) == list(config.record_names)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({**GOOD, "extra": "x"}, r"record 2: missing attributes \[\], unknown attributes"),
+        (
+            {k: v for k, v in GOOD.items() if k != "level"},
+            r"record 2: missing attributes \['level'\]",
+        ),
+        (["red"], "record 2 is not a mapping"),
+    ],
+)
+def test_records_to_columns_names_the_first_bad_record(bad: Any, message: str) -> None:
+    with pytest.raises(InvalidRecordError, match=message):
+        records_to_columns(make_config(), [GOOD, dict(GOOD), bad, dict(GOOD)])
