@@ -17,6 +17,7 @@ from ldp_client.policy import (
     DevicePolicy,
 )
 from ldp_client.privatize import privatize, privatize_columns, privatize_many
+from ldp_client.reports import ReportColumns
 from ldp_client.retry import RetryPolicy
 from ldp_shared import __version__
 from ldp_shared.errors import (
@@ -55,6 +56,7 @@ __all__ = [
     "PermissionDeniedError",
     "PrivacyPolicyError",
     "RateLimitedError",
+    "ReportColumns",
     "ReportRejectedError",
     "RetryPolicy",
     "Spending",
