@@ -57,6 +57,7 @@ _FIELDS = frozenset({"id", "config_hash", "bits"})
 _FIELDS_SET = set(_FIELDS)
 _pool: list[str] = []
 _id_source: np.random.Generator | None = None
+_OPEN, _CLOSE = b'{"reports":[', b"]}"
 _URL_SAFE = np.frombuffer(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", dtype=np.uint8
 )
@@ -288,24 +289,27 @@ class ReportColumns(Sequence[Report]):
     def wire_json(self) -> bytes:
         """The JSON body of ``POST /v1/collections/{name}/reports`` for these reports,
         byte for byte what ``ReportBatch(reports=list(self)).model_dump_json()`` writes
-        (tested), built as one ``n × width`` byte matrix: each row one report and its
-        comma. Ids, bits and the config hash hold no character JSON escapes."""
+        (tested), built in one buffer: its middle an ``n × width`` byte matrix, each row
+        one report and its comma, filled from a template row and the two character
+        matrices. Ids, bits and the config hash hold no character JSON escapes."""
+        n = len(self)
+        if n == 0:
+            return _OPEN + _CLOSE
         config_hash = json.dumps(self.config_hash, ensure_ascii=True)[1:-1]
-        parts: list[bytes | NDArray[np.uint8]] = [
-            b'{"id":"',
-            self._ids,
-            f'","config_hash":"{config_hash}","bits":"'.encode("ascii"),
-            self._bits,
-            b'"},',
-        ]
-        widths = [len(p) if isinstance(p, bytes) else p.shape[1] for p in parts]
-        rows = np.empty((len(self), sum(widths)), dtype=np.uint8)
-        at = 0
-        for part, width in zip(parts, widths, strict=True):
-            column = np.frombuffer(part, np.uint8) if isinstance(part, bytes) else part
-            rows[:, at : at + width] = column
-            at += width
-        return b'{"reports":[' + rows.tobytes()[:-1] + b"]}"
+        head = b'{"id":"'
+        middle = f'","config_hash":"{config_hash}","bits":"'.encode("ascii")
+        id_width, bits_width = self._ids.shape[1], self._bits.shape[1]
+        template = head + bytes(id_width) + middle + bytes(bits_width) + b'"},'
+        width = len(template)
+        body = np.empty(len(_OPEN) + n * width - 1 + len(_CLOSE), dtype=np.uint8)
+        body[: len(_OPEN)] = np.frombuffer(_OPEN, np.uint8)
+        rows = body[len(_OPEN) : len(_OPEN) + n * width].reshape(n, width)
+        rows[:] = np.frombuffer(template, np.uint8)
+        rows[:, len(head) : len(head) + id_width] = self._ids
+        at = len(head) + id_width + len(middle)
+        rows[:, at : at + bits_width] = self._bits
+        body[len(_OPEN) + n * width - 1 :] = np.frombuffer(_CLOSE, np.uint8)  # the last comma
+        return body.tobytes()
 
     @classmethod
     def of_packed(cls, config_hash: str, packed: NDArray[np.uint8]) -> ReportColumns:
