@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import types
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from scipy.stats import spearmanr
 from ldp_aggregator.shuffler import app as shuffler_app
 from ldp_aggregator.shuffler import store as shuffler_store
 from ldp_client import reports as sdk_reports
+from ldp_shared.rand import seeded_rng
 from ldp_shared.sealing import SealingKey, seal_report, to_text
 
 from ..conftest import make_records
@@ -88,8 +88,7 @@ def seed_the_order(parties: Parties, monkeypatch: pytest.MonkeyPatch) -> None:
     parties.shuffler.app.state.forwarder.shuffler = random.Random(SEED)  # type: ignore[attr-defined]
     rows = random.Random(SEED + 1)
     monkeypatch.setattr(shuffler_store, "_random_id", lambda: rows.randbytes(16))
-    ids = random.Random(SEED + 2)
-    monkeypatch.setattr(sdk_reports, "secrets", types.SimpleNamespace(token_bytes=ids.randbytes))
+    monkeypatch.setattr(sdk_reports, "_id_source", seeded_rng(SEED + 2))
 
 
 def test_send_order_does_not_survive_the_shuffler(
