@@ -226,7 +226,10 @@ def _listening_inodes(port: int) -> set[str]:
 def test_each_worker_listens_on_a_socket_of_its_own(served: Served) -> None:
     """Two listening sockets, one held by each worker and not by the other nor the
     supervisor (uvicorn alone: one socket, held by all three); connections land on both."""
-    listening = _listening_inodes(served.port)
+    # a worker binds its socket after its startup: the fixture saw one worker answer
+    deadline = time.monotonic() + START_TIMEOUT
+    while len(listening := _listening_inodes(served.port)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert len(listening) == 2, listening
     holders = {inode: _holder([served.process.pid, *served.workers], inode) for inode in listening}
     assert sorted(holders.values()) == sorted(served.workers), holders
