@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pydantic_core import to_json
 from sqlalchemy import Engine, select
 
 from ldp_aggregator import writer
@@ -254,3 +255,21 @@ def test_an_sqlite_older_than_3_35_claims_its_shard_without_returning(
     items = good(survey, 40, seed=8)
     assert ingest_batch(engine, survey, batch_of(items)).accepted == 40
     assert snapshot(engine, "survey") == Snapshot(40, 40, expected_sums(survey, items))
+
+
+@pytest.mark.parametrize("repeat", [False, True])
+def test_a_batch_of_one_status_answers_the_bytes_pydantic_writes(
+    engine: Engine, survey: StoredCollection, repeat: bool
+) -> None:
+    """All accepted, then (the same batch again) all duplicate: the answer written by one
+    join over the ids is byte for byte pydantic's serialisation of the outcomes."""
+    items = good(survey, 5, seed=3)
+    shared = writer.ReportWriter(engine)
+    answer = asyncio.run(ingest_batch_async(shared, survey, batch_of(items)))
+    if repeat:
+        answer = asyncio.run(ingest_batch_async(shared, survey, batch_of(items)))
+    shared.close()
+    status = "duplicate" if repeat else "accepted"
+    assert answer.statuses == [status] * 5
+    assert answer.to_json() == to_json(answer._document())
+    assert answer.to_json() == answer.to_model().model_dump_json().encode()
