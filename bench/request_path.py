@@ -12,6 +12,8 @@ p50/p99, server CPU ms per request, and this tree's ratios to the no-op of the s
 round (requests/s, CPU per request) and to the base.
 
     python bench/request_path.py --base /tmp/base [--rounds 5] [--seconds 8]
+
+``--batch N`` sends N reports a request instead (e.g. ``--batch 1000 --connections 4``).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None, help="per wrk run (8)")
     parser.add_argument("--warmup", type=float, default=None, help="before each run (2)")
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--batch", type=int, default=1, help="reports per request (1)")
     parser.add_argument("--wrk-threads", type=int, default=1)
     args = parser.parse_args()
     args.rounds = args.rounds or sized(5, 2, 1, args)
@@ -89,7 +92,7 @@ def main() -> None:
             order = list(servers)
             shuffle.shuffle(order)
             log(f"[request_path] round {r + 1}/{args.rounds}: {', '.join(order)}")
-            now = {n: loader.load([servers[n]], configs[n], args.connections, 1) for n in order}
+            now = {n: loader.load([servers[n]], configs[n], args.connections, args.batch) for n in order}
             for name, result in now.items():
                 result["latency_ms_p99"] = result["latency_ms"]["p99"]
                 runs[name].append(result)
@@ -116,6 +119,7 @@ def main() -> None:
     result: dict[str, Any] = {
         **marker,
         "connections": args.connections,
+        "batch": args.batch,
         "rounds": args.rounds,
         "seconds": args.seconds,
         "servers": {n: {k: _summary(rs, k) for k in keys} for n, rs in runs.items()},

@@ -273,3 +273,27 @@ def test_a_batch_of_one_status_answers_the_bytes_pydantic_writes(
     assert answer.statuses == [status] * 5
     assert answer.to_json() == to_json(answer._document())
     assert answer.to_json() == answer.to_model().model_dump_json().encode()
+
+
+def test_a_large_batch_is_judged_whole_as_report_by_report(
+    survey: StoredCollection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From COLUMN_CHECKS_FROM reports a valid batch is checked column by column: the same
+    verdict, positions and bits as the per-report checks (forced by raising the bound)."""
+    from ldp_aggregator import ingest
+
+    batch = batch_of(good(survey, ingest.COLUMN_CHECKS_FROM + 7, seed=4))
+    whole = ingest.judge_batch(survey.config, batch)
+    monkeypatch.setattr(ingest, "COLUMN_CHECKS_FROM", 10**9)
+    one_by_one = ingest.judge_batch(survey.config, batch)
+    assert whole.reasons == one_by_one.reasons == [None] * len(batch.reports)
+    assert whole.candidates == one_by_one.candidates
+    assert np.array_equal(whole.matrix, one_by_one.matrix)
+    assert whole.delta.n_reports == one_by_one.delta.n_reports == len(batch.reports)
+    assert np.array_equal(whole.delta.sums, one_by_one.delta.sums)
+    # one report with a padding bit set: the whole batch goes report by report, for its reason
+    items = good(survey, ingest.COLUMN_CHECKS_FROM + 7, seed=4)
+    items[5] = {**items[5], "bits": "AAB="}
+    judged = ingest.judge_batch(survey.config, batch_of(items))
+    assert judged.reasons[5] == ingest.REASON_NOT_BASE64
+    assert judged.reasons.count(None) == len(items) - 1
