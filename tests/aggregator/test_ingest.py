@@ -282,7 +282,8 @@ def test_a_large_batch_is_judged_whole_as_report_by_report(
     verdict, positions and bits as the per-report checks (forced by raising the bound)."""
     from ldp_aggregator import ingest
 
-    batch = batch_of(good(survey, ingest.COLUMN_CHECKS_FROM + 7, seed=4))
+    n = ingest.COLUMN_CHECKS_FROM + 7
+    batch = batch_of(good(survey, n, seed=4))
     whole = ingest.judge_batch(survey.config, batch)
     monkeypatch.setattr(ingest, "COLUMN_CHECKS_FROM", 10**9)
     one_by_one = ingest.judge_batch(survey.config, batch)
@@ -292,7 +293,8 @@ def test_a_large_batch_is_judged_whole_as_report_by_report(
     assert whole.delta.n_reports == one_by_one.delta.n_reports == len(batch.reports)
     assert np.array_equal(whole.delta.sums, one_by_one.delta.sums)
     # one report with a padding bit set: the whole batch goes report by report, for its reason
-    items = good(survey, ingest.COLUMN_CHECKS_FROM + 7, seed=4)
+    monkeypatch.undo()
+    items = good(survey, n, seed=4)
     items[5] = {**items[5], "bits": "AAB="}
     judged = ingest.judge_batch(survey.config, batch_of(items))
     assert judged.reasons[5] == ingest.REASON_NOT_BASE64

@@ -21,7 +21,6 @@ import base64
 import hashlib
 import json
 import logging
-import re
 from dataclasses import dataclass
 from datetime import date
 from urllib.parse import urlsplit
@@ -35,7 +34,7 @@ from nats.js.errors import NotFoundError
 
 from ldp_aggregator.settings import Settings
 from ldp_shared.errors import ConfigurationError, TransportError
-from ldp_shared.wire.reports import REPORT_ID_PATTERN
+from ldp_shared.wire.reports import ids_match_pattern
 
 logger = logging.getLogger("ldp_aggregator")
 
@@ -184,7 +183,6 @@ async def _create_unless_exists(js: JetStreamContext, settings: LogSettings) -> 
     )
 
 
-_REPORT_ID = re.compile(REPORT_ID_PATTERN)
 CHUNK_REPORTS = 1_000
 """At most this many reports in one message."""
 CHUNK_BYTES = 128 * 1024
@@ -254,7 +252,7 @@ class LogChunk:
             report_ids = (ids,) if isinstance(ids, str) else tuple(ids)
             if not isinstance(ids, str | list) or not 0 < len(report_ids) <= CHUNK_REPORTS:
                 raise ValueError("no list of report ids")
-            if not all(isinstance(i, str) and _REPORT_ID.fullmatch(i) for i in report_ids):
+            if set(map(type, report_ids)) != {str} or not ids_match_pattern(report_ids):
                 raise ValueError("not a report id")
             collection_id, period_start = int(data["c"]), int(data["p"])
             if not 0 < collection_id < 2**31 or not -(2**63) <= period_start < 2**63:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import secrets
 from collections.abc import Iterator, Sequence
 from operator import itemgetter
@@ -80,14 +81,19 @@ _B64_VALUE[np.frombuffer(_B64_ALPHABET, np.uint8)] = np.arange(64, dtype=np.uint
 _ID_CHARACTER = np.zeros(256, dtype=bool)  # the characters of REPORT_ID_PATTERN
 _ID_CHARACTER[np.frombuffer(_B64_ALPHABET[:62] + b"_-", np.uint8)] = True
 _ID_LENGTHS = (8, 64)
+_REPORT_ID = re.compile(REPORT_ID_PATTERN)
+_IDS_BY_COLUMN = 16
 
 
 def ids_match_pattern(ids: Sequence[str]) -> bool:
-    """Whether every id matches :data:`REPORT_ID_PATTERN`, in a few passes over the
-    whole column instead of one regular expression per id."""
+    """Whether every id matches :data:`REPORT_ID_PATTERN`: for many ids, in a few passes
+    over the whole column instead of one regular expression per id (whose fixed cost,
+    about 10 µs of numpy calls, a few ids do not repay)."""
+    if len(ids) < _IDS_BY_COLUMN:
+        return all(_REPORT_ID.fullmatch(i) is not None for i in ids)
     lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-    if len(ids) == 0 or lengths.min() < _ID_LENGTHS[0] or lengths.max() > _ID_LENGTHS[1]:
-        return len(ids) == 0
+    if lengths.min() < _ID_LENGTHS[0] or lengths.max() > _ID_LENGTHS[1]:
+        return False
     joined = "".join(ids)
     return joined.isascii() and bool(_ID_CHARACTER[np.frombuffer(joined.encode(), np.uint8)].all())
 
