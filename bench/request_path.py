@@ -92,7 +92,10 @@ def main() -> None:
             order = list(servers)
             shuffle.shuffle(order)
             log(f"[request_path] round {r + 1}/{args.rounds}: {', '.join(order)}")
-            now = {n: loader.load([servers[n]], configs[n], args.connections, args.batch) for n in order}
+            now = {
+                n: loader.load([servers[n]], configs[n], args.connections, args.batch)
+                for n in order
+            }
             for name, result in now.items():
                 result["latency_ms_p99"] = result["latency_ms"]["p99"]
                 runs[name].append(result)
