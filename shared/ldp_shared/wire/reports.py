@@ -264,9 +264,10 @@ class ReportBatch(RequestModel):
 
     @property
     def rows(self) -> ReportRows:
-        """The reports as columns."""
-        assert isinstance(self.reports, ReportRows)
-        return self.reports
+        """The reports as columns (made here for a batch built without validation,
+        ``model_construct``, which holds whatever sequence it was given)."""
+        reports = self.reports
+        return reports if isinstance(reports, ReportRows) else ReportRows.of(reports)
 
 
 ReportStatus = Literal["accepted", "duplicate", "rejected"]

@@ -152,3 +152,9 @@ def test_rows_slice_and_compare_as_a_list_does() -> None:
     assert rows != as_list[:3] and rows != "abcd"
     with pytest.raises(IndexError):
         rows[4]
+
+
+def test_a_batch_built_without_validation_still_has_rows() -> None:
+    reports = [Report.model_validate(_report(k)) for k in range(3)]
+    batch = ReportBatch.model_construct(reports=reports)
+    assert batch.rows.ids == [r.id for r in reports] and batch.rows == reports
