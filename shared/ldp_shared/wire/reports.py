@@ -155,7 +155,7 @@ _FIELDS_OF = itemgetter(*Report.model_fields)
 class ReportRows(Sequence[Report]):
     """The reports of a received batch as three columns of strings (``ids``,
     ``config_hashes``, ``bits``), which the aggregator judges whole
-    (:mod:`ldp_aggregator.report_checks`). A sequence of :class:`Report`: an item is
+    (:func:`ldp_aggregator.ingest.judge_batch`). A sequence of :class:`Report`: an item is
     built when asked for (or is the object the batch was made of), a slice is rows
     again, and it equals any sequence of the same reports."""
 
@@ -240,11 +240,12 @@ class ReportRows(Sequence[Report]):
 
 
 class ReportBatch(RequestModel):
-    # ``reports`` is always ReportRows: a batch parsed from plainly valid JSON is read
+    # ``reports`` is ReportRows once validated: a batch parsed from plainly valid JSON is read
     # into its columns without a Report per report (the same batches the per-report
     # validation would accept, with the same values); anything else is validated report
-    # by report, which names each error. (No docstring: it would be the OpenAPI
-    # document's description of the body.)
+    # by report, which names each error (``model_construct`` keeps what it is given;
+    # ``rows`` makes the columns then). No docstring: it would be the OpenAPI
+    # document's description of the body.
 
     reports: Sequence[Report] = Field(min_length=1, max_length=MAX_BATCH)
 
