@@ -14,6 +14,9 @@ round (requests/s, CPU per request) and to the base.
     python bench/request_path.py --base /tmp/base [--rounds 5] [--seconds 8]
 
 ``--batch N`` sends N reports a request instead (e.g. ``--batch 1000 --connections 4``).
+``--base-without httptools,uvloop`` runs the base (``--base``, or this tree when it is not
+given) with those modules unimportable: an A/B of an optional dependency that the server
+picks up when it is installed.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import os
 import random
 import statistics
+import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -34,11 +38,14 @@ from ldp_client import LDPClient
 PACKAGES = ("aggregator", "shared", "client", "simulation")
 
 
-def _started(stack: ExitStack, base: Path | None) -> dict[str, Any]:
+def _started(stack: ExitStack, base: Path | None, without: list[str]) -> dict[str, Any]:
     servers: dict[str, Any] = {}
-    if base is not None:
+    paths = [str(base / p) for p in PACKAGES] if base is not None else []
+    if without:
+        paths.insert(0, _hiding(stack, without))
+    if paths:
         kept = os.environ.get("PYTHONPATH")
-        os.environ["PYTHONPATH"] = os.pathsep.join(str(base / p) for p in PACKAGES)
+        os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([kept] if kept else []))
         try:
             servers["base"] = stack.enter_context(running_server())
         finally:
@@ -51,6 +58,15 @@ def _started(stack: ExitStack, base: Path | None) -> dict[str, Any]:
     return servers
 
 
+def _hiding(stack: ExitStack, modules: list[str]) -> str:
+    """A folder whose packages of these names fail to import, to put first on a path."""
+    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-without-")))
+    for name in modules:
+        (folder / name).mkdir()
+        (folder / name / "__init__.py").write_text(f"raise ImportError('{name}: hidden')\n")
+    return str(folder)
+
+
 def _summary(runs: list[dict[str, Any]], key: str) -> dict[str, float]:
     values = [run[key] for run in runs]
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
@@ -59,6 +75,11 @@ def _summary(runs: list[dict[str, Any]], key: str) -> dict[str, float]:
 def main() -> None:
     parser = base_parser(__doc__)
     parser.add_argument("--base", type=Path, default=None, help="another checkout to compare")
+    parser.add_argument(
+        "--base-without",
+        default="",
+        help="modules the base runs without, comma-separated (its tree: --base or this one)",
+    )
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (5)")
     parser.add_argument("--seconds", type=float, default=None, help="per wrk run (8)")
     parser.add_argument("--warmup", type=float, default=None, help="before each run (2)")
@@ -80,7 +101,8 @@ def main() -> None:
     runs: dict[str, list[dict[str, Any]]] = {}
     ratios: list[dict[str, float]] = []
     with ExitStack() as stack:
-        servers = _started(stack, args.base)
+        without = [m for m in args.base_without.split(",") if m]
+        servers = _started(stack, args.base, without)
         configs = {}
         for name, server in servers.items():
             if name != "noop":
@@ -117,12 +139,17 @@ def main() -> None:
                 pair["requests_per_second_vs_base"] = (
                     tree["requests_per_second"] / base["requests_per_second"]
                 )
+                pair["cpu_per_request_vs_base"] = (
+                    tree["server_cpu_ms_per_request"] / base["server_cpu_ms_per_request"]
+                )
             ratios.append(pair)
     keys = ("requests_per_second", "latency_ms_p99", "server_cpu_ms_per_request")
     result: dict[str, Any] = {
         **marker,
         "connections": args.connections,
         "batch": args.batch,
+        "base": str(args.base) if args.base else None,
+        "base_without": without,
         "rounds": args.rounds,
         "seconds": args.seconds,
         "servers": {n: {k: _summary(rs, k) for k in keys} for n, rs in runs.items()},

@@ -49,6 +49,10 @@ class NoDelayHTTP(_HTTPProtocol):  # type: ignore[misc]
     (Nagle's algorithm): about 40 ms a request. Two workers then served single reports at
     0.40x one worker's rate with the machine mostly idle (bench/workers.py, before and
     after in docs/benchmarks.md).
+
+    uvloop, the loop uvicorn picks where it is installed (the aggregator's extra installs
+    it except on Windows), sets ``TCP_NODELAY`` on every TCP connection itself; this class
+    is what keeps asyncio's loop, where uvloop is absent, from waiting.
     """
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

@@ -1,6 +1,7 @@
 """``serve``'s HTTP protocol sets ``TCP_NODELAY`` on connections accepted from the socket
 uvicorn binds for ``--workers N``, where asyncio does not (that socket says protocol 0);
-uvicorn's own protocol on the same socket is the control."""
+uvicorn's own protocol on the same socket is the control. uvloop, which serves where it is
+installed, sets it on every connection itself."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+import uvloop
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from uvicorn.server import ServerState
 
@@ -51,3 +53,9 @@ async def _accepted_nodelay(protocol: Any) -> int:
 @pytest.mark.parametrize(("protocol", "nodelay"), [(NoDelayHTTP, 1), (AutoHTTPProtocol, 0)])
 def test_a_workers_connection_sends_without_delay(protocol: Any, nodelay: int) -> None:
     assert asyncio.run(_accepted_nodelay(protocol)) == nodelay
+
+
+@pytest.mark.parametrize("protocol", [NoDelayHTTP, AutoHTTPProtocol])
+def test_uvloop_sends_without_delay_whatever_the_protocol(protocol: Any) -> None:
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        assert runner.run(_accepted_nodelay(protocol)) == 1
