@@ -20,7 +20,7 @@ from ldp_aggregator.storage.stats import Stats
 from ldp_shared.codec import Privatizer, decode_reports
 from ldp_shared.collection import CollectionConfig, build_config
 from ldp_shared.mechanisms import DuchiRandomizer, Randomizer
-from ldp_shared.mechanisms.registry import registered_classes
+from ldp_shared.mechanisms.base import registered_classes
 from ldp_shared.rand import seeded_rng
 from ldp_shared.schema import CollectionSpec
 
@@ -54,7 +54,7 @@ def numeric_mechanisms() -> tuple[list[str], dict[str, str]]:
 
 def numeric_attribute(mechanism: str, lo: float, hi: float, name: str = "x") -> dict[str, Any]:
     """One numeric attribute's spec, with :data:`EXTRA_PARAMETERS` where the class has them."""
-    from ldp_shared.mechanisms.registry import spec_class
+    from ldp_shared.mechanisms.base import spec_class
 
     fields = spec_class(mechanism).model_fields
     extra = {key: value for key, value in EXTRA_PARAMETERS.items() if key in fields}

@@ -45,7 +45,7 @@ from _logistic_peers import DIFFPRIVLIB_IMPORT, central_rows
 from ldp_shared.analyses.logistic.planning import default_bound, plan_training
 from ldp_shared.analyses.logistic.training import TrainedModel, TrainingPlan, predict_proba, train
 from ldp_shared.learning import device
-from ldp_shared.mechanisms.gradient import gradient_randomizer
+from ldp_shared.mechanisms.gradient_mechanisms import gradient_randomizer
 from ldp_shared.rand import seeded_rng
 
 MECHANISMS = ("sampled-piecewise", "sampled-hybrid", "l1-laplace", "l2-gaussian")

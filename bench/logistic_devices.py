@@ -34,7 +34,7 @@ from ldp_shared.analyses.logistic.planning import (
     smoothness,
 )
 from ldp_shared.analyses.logistic.training import TrainingPlan
-from ldp_shared.mechanisms.gradient import gradient_randomizer
+from ldp_shared.mechanisms.gradient_mechanisms import gradient_randomizer
 from logistic import DELTA, MECHANISMS, delta_for, plan_fields, run, summary
 
 EPSILONS = (1.0, 4.0)

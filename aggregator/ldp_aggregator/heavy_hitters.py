@@ -20,14 +20,11 @@ from ldp_aggregator.release import (
 )
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.stats import Stats
-from ldp_shared.analyses.heavy_hitters import (
-    FALSE_DISCOVERY,
-    MISS,
-    find_heavy_hitters,
-)
+from ldp_shared.analyses.heavy_hitters import find_heavy_hitters
 from ldp_shared.analyses.joint import attribute_estimate, attribute_stats
 from ldp_shared.collection import AttributeConfig, CollectionConfig
 from ldp_shared.errors import InvalidQueryError
+from ldp_shared.mechanisms.hitter_threshold import FALSE_DISCOVERY, MISS
 from ldp_shared.mechanisms.prefix_hashing import PrefixHashing, PrefixHashingSpec
 from ldp_shared.periods import Window
 from ldp_shared.wire.releases import HeavyHittersResult

@@ -32,7 +32,8 @@ from ldp_shared.errors import (
 )
 from ldp_shared.learning import device
 from ldp_shared.learning.layout import FeatureLayout
-from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomizer
+from ldp_shared.mechanisms.gradient import GradientRandomizer
+from ldp_shared.mechanisms.gradient_mechanisms import gradient_randomizer
 from ldp_shared.mechanisms.lattice import LatticeRandomizer
 from ldp_shared.mechanisms.piecewise import PiecewiseRandomizer
 from ldp_shared.wire.itemsets import JobError

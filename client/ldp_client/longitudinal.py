@@ -23,7 +23,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -32,10 +32,16 @@ from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.mechanisms.longitudinal import LongitudinalRandomizer, attribute_key
 
-if TYPE_CHECKING:
-    from ldp_client.ledger import Ledger
+__all__ = ["DeviceSecrets", "ValueCharge", "permanent_key", "value_charges"]
 
-__all__ = ["ValueCharge", "permanent_key", "value_charges"]
+
+class DeviceSecrets(Protocol):
+    """What these functions read from the device's ledger (:class:`ldp_client.ledger.Ledger`,
+    which calls them: typed by what they need, so that neither module imports the other)."""
+
+    def permanent_secret(self, config_hash: str) -> bytes: ...
+
+    def value_key(self, config_hash: str, attribute: str, memo_key: int) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -48,7 +54,7 @@ class ValueCharge:
     keys: tuple[bytes, ...]
 
 
-def permanent_key(ledger: Ledger | None, config: CollectionConfig) -> bytes | None:
+def permanent_key(ledger: DeviceSecrets | None, config: CollectionConfig) -> bytes | None:
     """The device's secret for the collection's permanent randomization (``None`` when it
     has no longitudinal attribute); refuses a longitudinal collection without a ledger."""
     longitudinal = config.privacy.longitudinal
@@ -65,7 +71,7 @@ def permanent_key(ledger: Ledger | None, config: CollectionConfig) -> bytes | No
 
 
 def value_charges(
-    ledger: Ledger | None,
+    ledger: DeviceSecrets | None,
     config: CollectionConfig,
     secret: bytes | None,
     columns: Callable[[], Columns],

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,10 +28,8 @@ from ldp_shared.errors import InvalidRecordError
 from ldp_shared.identifiers import AttributeName, DomainValue
 from ldp_shared.kernel import FloatArray
 from ldp_shared.knn_space import Feature, FeatureSpace, categorical, numeric
+from ldp_shared.mechanisms.base import AttributeSpec
 from ldp_shared.request_model import RequestModel
-
-if TYPE_CHECKING:
-    from ldp_shared.schema import CollectionSpec
 
 MAX_BITS = 12
 """``2^b`` cells per table: at most 4,096."""
@@ -80,21 +78,25 @@ class KnnCells(RequestModel):
     def attribute_names(self) -> list[str]:
         return [cell_attribute(t) for t in range(self.tables)]
 
-    def check_collection(self, spec: CollectionSpec) -> None:
-        """``ValueError`` unless ``spec`` is the label collection these cells need."""
+    def check_collection(
+        self, label: str | None, budget: str, features: Sequence[AttributeSpec]
+    ) -> None:
+        """``ValueError`` unless a collection of this ``label``, ``budget`` and label
+        ``features`` (a :class:`~ldp_shared.schema.CollectionSpec`'s) is the label
+        collection these cells need."""
         names = [f.name for f in self.features]
         if len(set(names)) != len(names):
             raise ValueError("knn feature names must be unique")
-        if spec.label is None or spec.budget != "sample":
+        if label is None or budget != "sample":
             raise ValueError("a knn collection is a label collection with budget 'sample'")
         cells = [str(h) for h in range(1 << self.bits)]
-        features = {a.name: a for a in spec.features}
-        if sorted(features) != sorted(self.attribute_names()):
+        by_name = {a.name: a for a in features}
+        if sorted(by_name) != sorted(self.attribute_names()):
             raise ValueError(
                 f"a knn collection's features are {', '.join(self.attribute_names())}"
                 " (one per table) besides the label"
             )
-        for attribute in features.values():
+        for attribute in by_name.values():
             if attribute.mechanism != "oue" or list(attribute.values) != cells:
                 raise ValueError(
                     f"attribute {attribute.name!r}: mechanism 'oue' over the cell codes"

@@ -39,8 +39,12 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 from ldp_shared.errors import ConfigurationError, InfeasiblePlanError, InvalidQueryError
-from ldp_shared.mechanisms import registry
-from ldp_shared.mechanisms.base import AttributeSpec, PlannedVariance, Randomizer
+from ldp_shared.mechanisms.base import (
+    AttributeSpec,
+    PlannedVariance,
+    Randomizer,
+    registered_classes,
+)
 from ldp_shared.shuffling import CentralGuarantee, central_epsilon
 from ldp_shared.wire.plan import AttributeKind, Plan, PlanEntry
 
@@ -100,7 +104,7 @@ def planned_mechanisms(
     closed-form variance, or ε outside their range)."""
     planned: list[PlannedMechanism] = []
     skipped: list[str] = []
-    for spec_class in registry.registered_classes():
+    for spec_class in registered_classes():
         specs = spec_class.plan_specs(domain_size, lo, hi) if spec_class.takes_budget else []
         built = {spec.mechanism: spec for spec in specs}
         for name in spec_class.mechanism_literals():

@@ -163,7 +163,7 @@ class CollectionSpec(_Frozen):
             raise ValueError("attribute names must be unique")
         self._check_label()
         if self.knn is not None:
-            self.knn.check_collection(self)
+            self.knn.check_collection(self.label, self.budget, self.features)
         if self.budget == "sample":
             weighted = [a.name for a in self.attributes if a.takes_budget and a.weight != 1.0]
             if weighted:

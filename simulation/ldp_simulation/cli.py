@@ -41,8 +41,8 @@ from ldp_aggregator.cli import (
     run_server_command,
 )
 from ldp_shared.errors import AuthenticationError
-from ldp_shared.mechanisms.gradient import gradient_mechanism_names
-from ldp_shared.mechanisms.registry import mechanism_names, spec_class
+from ldp_shared.mechanisms.base import mechanism_names, spec_class
+from ldp_shared.mechanisms.gradient_mechanisms import gradient_mechanism_names
 from ldp_simulation.plan_command import add_plan_command
 from ldp_simulation.query_command import QUERY_COMMANDS, add_query_commands
 from ldp_simulation.report_command import add_report_command

@@ -21,7 +21,7 @@ import numpy as np
 from ldp_client import LDPClient
 from ldp_shared.analyses import naive_bayes as nb
 from ldp_shared.collection import build_config
-from ldp_shared.mechanisms.registry import DEFAULT_MECHANISM, spec_class
+from ldp_shared.mechanisms.base import DEFAULT_MECHANISM, spec_class
 from ldp_shared.schema import CollectionSpec
 from ldp_simulation.datasets import load_car
 from ldp_simulation.fleet import ANALYSIS_TIMEOUT, DemoOptions, replicate, report_records

@@ -33,9 +33,9 @@ import numpy as np
 
 from ldp_client import LDPClient
 from ldp_shared.accountant import allotted_epsilons
+from ldp_shared.mechanisms.base import spec_class
 from ldp_shared.mechanisms.laplace import worst_variance
 from ldp_shared.mechanisms.lattice import LatticeRandomizer
-from ldp_shared.mechanisms.registry import spec_class
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire.releases import FrequencyResult, MeanResult
 from ldp_simulation.datasets import MixedDataset, load_adult

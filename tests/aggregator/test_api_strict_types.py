@@ -18,8 +18,7 @@ from tests.aggregator.conftest import ADMIN, ANALYST, TestClient, spec_payload
 from tests.aggregator.training_helpers import spec as training_spec
 
 from ldp_aggregator import routes
-from ldp_shared.mechanisms.base import AttributeSpec
-from ldp_shared.mechanisms.registry import registered_classes
+from ldp_shared.mechanisms.base import AttributeSpec, registered_classes
 from ldp_shared.request_model import RequestModel
 
 SURVEY = "/v1/collections/survey"

@@ -15,7 +15,7 @@ from ldp_client.training import check_policy, make_report, rebuild_mechanisms
 from ldp_shared.errors import ConfigurationError, InvalidRecordError, PrivacyPolicyError
 from ldp_shared.learning.device import loss_randomizer
 from ldp_shared.learning.layout import FeatureLayout
-from ldp_shared.mechanisms.gradient import gradient_randomizer
+from ldp_shared.mechanisms.gradient_mechanisms import gradient_randomizer
 from ldp_shared.rand import seeded_rng
 from ldp_shared.wire.training import (
     GradientMechanismConfig,

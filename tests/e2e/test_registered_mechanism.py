@@ -5,7 +5,7 @@ response whose statistics are a float64 block of debiased sums, in a 2-byte segm
 its own encoding), registers it, and runs spec → config → perturb → ingest → estimate
 through the SDK and a real uvicorn server on loopback. Nothing outside this module
 names it: the schema, config, accountant, codec, storage and estimation reach it
-through :mod:`ldp_shared.mechanisms.registry`.
+through :mod:`ldp_shared.mechanisms.base`.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from ldp_client import LDPClient
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.kernel import FrequencyEstimate, frequency_variance, z_value
 from ldp_shared.mechanisms import Randomizer, Segment, StatsBlock, Unpacked
+from ldp_shared.mechanisms.base import mechanism_names, register, unregister
 from ldp_shared.mechanisms.categorical import CategoricalSpec
 from ldp_shared.mechanisms.grr import grr_probabilities
-from ldp_shared.mechanisms.registry import mechanism_names, register, unregister
 from ldp_shared.rand import resolve_rng, seeded_rng
 
 from .conftest import ADMIN, ANALYST

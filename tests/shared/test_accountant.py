@@ -14,7 +14,7 @@ from ldp_shared.collection import build_config
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.kernel import unary_epsilon
 from ldp_shared.mechanisms import UnaryEncoding
-from ldp_shared.mechanisms.registry import register, unregister
+from ldp_shared.mechanisms.base import register, unregister
 from ldp_shared.mechanisms.unary import UnaryEncodingSpec
 from ldp_shared.schema import CollectionSpec
 

@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ldp_shared.analyses.heavy_hitters import FALSE_DISCOVERY, detection_threshold, keep_limit
 from ldp_shared.errors import InfeasiblePlanError, InvalidQueryError
 from ldp_shared.mechanisms import gaussian, hybrid, laplace, piecewise
+from ldp_shared.mechanisms.base import mechanism_names
+from ldp_shared.mechanisms.hitter_threshold import FALSE_DISCOVERY, detection_threshold, keep_limit
 from ldp_shared.mechanisms.longitudinal import PLANNED_PERMANENT_RATIO
-from ldp_shared.mechanisms.registry import mechanism_names
 from ldp_shared.planner import (
     PlannedMechanism,
     heavy_hitter_threshold,

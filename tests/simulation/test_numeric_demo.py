@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ldp_shared.mechanisms.base import spec_class
 from ldp_shared.mechanisms.lattice import LatticeRandomizer
 from ldp_shared.mechanisms.numeric import to_unit
-from ldp_shared.mechanisms.registry import spec_class
 from ldp_simulation.datasets import load_adult
 from ldp_simulation.demo_numeric import (
     NUMERIC_COLLECTION,

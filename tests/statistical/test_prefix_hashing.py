@@ -27,9 +27,10 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from ldp_shared.analyses.heavy_hitters import FALSE_DISCOVERY, find_heavy_hitters
+from ldp_shared.analyses.heavy_hitters import find_heavy_hitters
 from ldp_shared.mechanisms import PrefixHashing, PrefixHashingSpec
 from ldp_shared.mechanisms.hashing import buckets
+from ldp_shared.mechanisms.hitter_threshold import FALSE_DISCOVERY
 from ldp_shared.rand import seeded_rng
 
 from ._stats import (

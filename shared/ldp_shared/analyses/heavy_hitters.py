@@ -14,27 +14,26 @@ and collision terms at ``f = 0``). When the levels are done, each screened strin
 tested exactly (:mod:`ldp_shared.analyses.hitter_check`: its support count, corrected
 for its collisions with the frequent keys found, against the binomial tail of a key
 nobody holds) at level ``α/C``, ``C = 256·keep·L`` strings tested at most, so that the
-list holds a string nobody holds with probability at most ``α``
-(:data:`FALSE_DISCOVERY`) up to the collisions with keys too rare to be known.
+list holds a string nobody holds with probability at most ``α`` (``FALSE_DISCOVERY``)
+up to the collisions with keys too rare to be known.
 
-**Detection threshold.** A string of ``L`` bytes (the longest, hence hardest) and
+**Detection threshold** (:mod:`ldp_shared.mechanisms.hitter_threshold`, with ``α``,
+``β`` and the limits below). A string of ``L`` bytes (the longest, hence hardest) and
 frequency ``f`` is missed with probability at most
 ``Σ_{ℓ<L} Φ((b_ℓ − f)/σ_ℓ) + Φ((f* − f)/σ_{≥L})``, where ``b_ℓ`` is level ``ℓ``'s bar
 (``z_keep·σ_ℓ``, or the estimate its ``keep`` limit cut off if higher) and ``f*`` the
 estimate the exact test needs at length ``L`` (each prefix is at least as frequent as
-the string). The threshold is the least ``f`` where the sum is ``β`` (:data:`MISS`), at
+the string). The threshold is the least ``f`` where the sum is ``β`` (``MISS``), at
 most 1: above it a string is found with probability at least ``1 − β``, if no more than
 ``top`` strings are above it. ``keep`` is ``max(64, 2·top)`` (at most 512), lowered to fit
-:data:`WORK_BUDGET`; the strings screened per level are as many at most.
+``WORK_BUDGET``; the strings screened per level are as many at most.
 """
 
 from __future__ import annotations
 
 import codecs
-import math
 import unicodedata
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import NDArray
@@ -43,23 +42,19 @@ from ldp_shared.analyses.hitter_check import KnownKeys, confirmed
 from ldp_shared.kernel import FrequencyEstimate
 from ldp_shared.mechanisms.base import Blocks
 from ldp_shared.mechanisms.hashing import keys_of
+from ldp_shared.mechanisms.hitter_threshold import (
+    FALSE_DISCOVERY,
+    N01,
+    Z_KEEP,
+    Z_SCREEN,
+    detection_threshold,
+    keep_limit,
+)
 from ldp_shared.mechanisms.prefix_hashing import (
     PrefixHashing,
     complete_key_bytes,
     prefix_key_bytes,
 )
-
-FALSE_DISCOVERY = 0.05
-"""α: the chance that a query's list holds a string no device holds."""
-MISS = 0.1
-"""β: the chance that a string above the threshold is missed."""
-Z_KEEP = 2.0
-"""Standard errors a prefix's estimate must reach to be extended."""
-Z_SCREEN = 3.0
-"""Standard errors a string's pooled estimate must reach to be tested exactly."""
-MIN_KEEP = 64
-MAX_KEEP = 512
-_N01 = NormalDist()
 
 
 @dataclass(frozen=True)
@@ -71,54 +66,6 @@ class HeavyHitters:
     threshold: float
     levels_searched: int
     candidates: int
-
-
-WORK_BUDGET = 2**28
-"""Bucket computations one search may make (about 3 s here): the number of prefixes kept
-per level is lowered to fit, and the threshold then accounts for what the lower limit
-cuts off."""
-BRANCHING = 307
-"""Candidates per kept prefix and level: about 179 prefixes (the bytes UTF-8 lets follow
-a whole character) and 128 strings."""
-
-
-def keep_limit(top: int, levels: int = 1, hashes: int = 1) -> int:
-    """Prefixes extended per level for a query of the ``top`` most frequent strings, within
-    :data:`WORK_BUDGET` for ``levels`` levels of ``hashes`` functions."""
-    wanted = min(MAX_KEEP, max(MIN_KEEP, 2 * top))
-    return max(1, min(wanted, WORK_BUDGET // (BRANCHING * levels * hashes)))
-
-
-def _miss(
-    f: float, level_sd: list[float], bars: list[float], final_sd: float, find_level: float
-) -> float:
-    misses = sum(_N01.cdf((bar - f) / sd) for sd, bar in zip(level_sd, bars, strict=True))
-    return misses + _N01.cdf((find_level - f) / final_sd)
-
-
-def detection_threshold(
-    level_sd: list[float],
-    final_sd: float,
-    find_level: float,
-    bars: list[float] | None = None,
-) -> float:
-    """The least frequency missed with probability at most :data:`MISS` (bisection), for a
-    string of the longest length: each prefix level must keep it (its estimate must clear
-    that level's bar: ``z_keep·σ_ℓ``, or the estimate the keep limit cut off there if
-    higher), and its pooled estimate must reach ``find_level``. At most 1."""
-    if not all(math.isfinite(sd) for sd in [*level_sd, final_sd]):
-        return 1.0
-    bars = [Z_KEEP * sd for sd in level_sd] if bars is None else bars
-    low, high = 0.0, 1.0
-    if _miss(high, level_sd, bars, final_sd, find_level) > MISS:
-        return 1.0
-    for _ in range(60):
-        mid = (low + high) / 2.0
-        if _miss(mid, level_sd, bars, final_sd, find_level) > MISS:
-            low = mid
-        else:
-            high = mid
-    return high
 
 
 _AFTER_CHARACTER = bytes([*range(0x80), *range(0xC2, 0xF5)])
@@ -195,7 +142,7 @@ class _Search:
         self.level_sd = [randomizer.noise_sd(self.tables[i]) for i in range(levels)]
         self.pooled_sd = [randomizer.noise_sd(self.pooled[i]) for i in range(levels)]
         self.tail = FALSE_DISCOVERY / (256 * keep * levels)
-        self.z_find = _N01.inv_cdf(1.0 - self.tail)
+        self.z_find = N01.inv_cdf(1.0 - self.tail)
         self.kept: list[tuple[bytes, float]] = []
         self.screened: list[tuple[bytes, float]] = []
         self.cuts = [0.0] * levels

@@ -11,9 +11,9 @@ numbers, ``histogram`` for their distribution over chosen bins; for values a dev
 reports repeatedly, ``l-grr`` and ``l-osue`` (categorical) and ``dbitflippm`` (a
 bounded number's histogram), whose permanent randomization the device memoises
 (:mod:`ldp_shared.mechanisms.longitudinal`).
-:mod:`ldp_shared.mechanisms.base` defines the interface a module implements and
-:mod:`ldp_shared.mechanisms.registry` maps names to spec classes; ``docs/mechanisms.md``
-lists the steps to add one.
+:mod:`ldp_shared.mechanisms.base` defines the interface a module implements and the
+registry that maps names to spec classes; ``docs/mechanisms.md`` lists the steps to add
+one.
 """
 
 from ldp_shared.mechanisms.base import (
@@ -23,6 +23,9 @@ from ldp_shared.mechanisms.base import (
     Segment,
     StatsBlock,
     Unpacked,
+    mechanism_names,
+    register,
+    spec_class,
 )
 from ldp_shared.mechanisms.count_mean_sketch import CountMeanSketch, CountMeanSketchSpec
 from ldp_shared.mechanisms.dbitflip import DBitFlipPM, DBitFlipSpec
@@ -44,7 +47,6 @@ from ldp_shared.mechanisms.losue import LongitudinalOSUE, LongitudinalOSUESpec
 from ldp_shared.mechanisms.mask import Mask, MaskSpec
 from ldp_shared.mechanisms.piecewise import PiecewiseRandomizer, PiecewiseSpec
 from ldp_shared.mechanisms.prefix_hashing import PrefixHashing, PrefixHashingSpec
-from ldp_shared.mechanisms.registry import mechanism_names, register, spec_class
 from ldp_shared.mechanisms.unary import (
     OptimizedUnaryEncoding,
     SymmetricUnaryEncoding,

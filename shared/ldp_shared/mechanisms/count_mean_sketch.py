@@ -65,6 +65,7 @@ from ldp_shared.mechanisms.base import (
     Segment,
     StatsBlock,
     Unpacked,
+    register,
 )
 from ldp_shared.mechanisms.grr import realised_keep
 from ldp_shared.mechanisms.hadamard import parity, sign_probabilities
@@ -74,7 +75,6 @@ from ldp_shared.mechanisms.local_hashing import (
     MAX_SKETCH_CELLS,
     LocalHashingSpec,
 )
-from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
 MAX_COLUMNS = 65_536

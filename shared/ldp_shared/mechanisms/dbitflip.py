@@ -67,6 +67,7 @@ from ldp_shared.mechanisms.base import (
     Segment,
     StatsBlock,
     Unpacked,
+    register,
 )
 from ldp_shared.mechanisms.categorical import index_width, pack_rows, unpack_bits
 from ldp_shared.mechanisms.grr import realised_keep
@@ -79,7 +80,6 @@ from ldp_shared.mechanisms.longitudinal import (
     prf_uniforms,
     value_messages,
 )
-from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
 NAME = "dbitflippm"

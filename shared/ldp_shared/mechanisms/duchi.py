@@ -44,9 +44,9 @@ from ldp_shared.mechanisms.base import (
     Segment,
     StatsBlock,
     Unpacked,
+    register,
 )
 from ldp_shared.mechanisms.numeric import NumericSpec, bounded_variance, from_unit
-from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
 _DOUBLE_STEPS = float(2**53)

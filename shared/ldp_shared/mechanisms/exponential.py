@@ -63,7 +63,7 @@ from ldp_shared.errors import ConfigurationError, InvalidQueryError
 from ldp_shared.kernel import FloatArray, FrequencyEstimate, channel_epsilon, z_value
 from ldp_shared.mechanisms._checks import check_epsilon, check_indices
 from ldp_shared.mechanisms.base import EPSILON_SLACK as EPSILON_SLACK
-from ldp_shared.mechanisms.base import AttributeSpec, Blocks, PlannedVariance, StatsBlock
+from ldp_shared.mechanisms.base import AttributeSpec, Blocks, PlannedVariance, StatsBlock, register
 from ldp_shared.mechanisms.categorical import (
     CategoricalSpec,
     ValueIndexAnswers,
@@ -79,7 +79,6 @@ from ldp_shared.mechanisms.integer_channel import (
     quantise as quantise,
 )
 from ldp_shared.mechanisms.likelihood import DenseChannel
-from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
 Calibration = Literal["tight", "textbook"]

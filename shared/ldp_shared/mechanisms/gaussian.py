@@ -66,12 +66,11 @@ from pydantic import Field, model_validator
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.kernel import FloatArray
 from ldp_shared.mechanisms._checks import check_epsilon
-from ldp_shared.mechanisms.base import AttributeSpec, PlannedVariance
+from ldp_shared.mechanisms.base import AttributeSpec, PlannedVariance, register
 from ldp_shared.mechanisms.integer_channel import integer_channel
 from ldp_shared.mechanisms.laplace import MAX_CELLS, MAX_LEVELS, TIE, worst_variance
 from ldp_shared.mechanisms.lattice import LatticeChannel, LatticeRandomizer, lattice_channel
 from ldp_shared.mechanisms.numeric import NumericSpec
-from ldp_shared.mechanisms.registry import register
 
 Calibration = Literal["analytic", "classical"]
 TAIL_SDS = 9.0

@@ -201,47 +201,20 @@ def expected_square(channel: LatticeChannel, t: FloatArray) -> FloatArray:
     return out
 
 
-_GRADIENTS: dict[str, type[GradientRandomizer]] = {}
+GRADIENTS: dict[str, type[GradientRandomizer]] = {}
+"""The gradient mechanisms by name, filled by :func:`register_gradient`; read through
+:mod:`ldp_shared.mechanisms.gradient_mechanisms`, which imports the built-in ones."""
 
 GradientClass = TypeVar("GradientClass", bound=type[GradientRandomizer])
 
 
 def register_gradient(cls: GradientClass) -> GradientClass:
     """File a gradient mechanism under its ``name`` (a decorator)."""
-    known = _GRADIENTS.get(cls.name)
+    known = GRADIENTS.get(cls.name)
     if known is not None and known is not cls:
         raise ConfigurationError(f"gradient mechanism {cls.name!r} is registered already")
-    _GRADIENTS[cls.name] = cls
+    GRADIENTS[cls.name] = cls
     return cls
-
-
-def _load_builtins() -> None:
-    """Import the built-in gradient mechanisms (they register themselves)."""
-    # imported here: they import this module
-    from ldp_shared.mechanisms import (  # noqa: F401
-        gradient_gaussian,
-        gradient_laplace,
-        gradient_sampling,
-    )
-
-
-def gradient_mechanism_names() -> list[str]:
-    """The registered gradient mechanisms' names, sorted."""
-    _load_builtins()
-    return sorted(_GRADIENTS)
-
-
-def gradient_randomizer(
-    name: str, dimension: int, epsilon: float, bound: float = 1.0, delta: float | None = None
-) -> GradientRandomizer:
-    """The gradient mechanism ``name`` at ``epsilon`` (and ``delta``) for ``d``-vectors."""
-    _load_builtins()
-    cls = _GRADIENTS.get(name)
-    if cls is None:
-        raise ConfigurationError(
-            f"unknown gradient mechanism {name!r}; known: {', '.join(gradient_mechanism_names())}"
-        )
-    return cls.create(dimension, epsilon, bound, delta)
 
 
 def refuse_delta(name: str, delta: float | None) -> None:

@@ -31,14 +31,13 @@ from ldp_shared.kernel import (
     channel_epsilon,
 )
 from ldp_shared.mechanisms._checks import check_domain_size, check_epsilon, check_indices
-from ldp_shared.mechanisms.base import AttributeSpec, Blocks
+from ldp_shared.mechanisms.base import AttributeSpec, Blocks, register
 from ldp_shared.mechanisms.categorical import (
     BitwiseRandomizer,
     CategoricalSpec,
     ValueIndexAnswers,
 )
 from ldp_shared.mechanisms.likelihood import RandomizedResponseChannel
-from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
 UNIT = 2.0**53

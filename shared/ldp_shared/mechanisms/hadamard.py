@@ -58,10 +58,10 @@ from ldp_shared.mechanisms.base import (
     Segment,
     StatsBlock,
     Unpacked,
+    register,
 )
 from ldp_shared.mechanisms.categorical import domain_indices
 from ldp_shared.mechanisms.hashing import parse_decimal
-from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
 MAX_INTEGER_DOMAIN = 2**22

@@ -43,10 +43,9 @@ from numpy.typing import NDArray
 from pydantic import Field, model_validator
 
 from ldp_shared.errors import ConfigurationError
-from ldp_shared.mechanisms.base import AttributeSpec, PlannedVariance, Randomizer
+from ldp_shared.mechanisms.base import AttributeSpec, PlannedVariance, Randomizer, register
 from ldp_shared.mechanisms.grr import GeneralizedRandomizedResponse
 from ldp_shared.mechanisms.numeric import finite_numbers
-from ldp_shared.mechanisms.registry import register
 from ldp_shared.mechanisms.unary import UnaryEncoding
 
 MAX_BINS = 1024

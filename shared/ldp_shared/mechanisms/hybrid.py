@@ -44,6 +44,7 @@ import numpy as np
 
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.kernel import FloatArray
+from ldp_shared.mechanisms.base import register
 from ldp_shared.mechanisms.lattice import (
     LatticeChannel,
     LatticeRandomizer,
@@ -56,7 +57,6 @@ from ldp_shared.mechanisms.piecewise import (
     piecewise_channel,
     piecewise_scale,
 )
-from ldp_shared.mechanisms.registry import register
 
 LEVELS = 128
 """``K``, as the Piecewise mechanism's."""

@@ -56,9 +56,9 @@ import numpy as np
 
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.kernel import FloatArray
+from ldp_shared.mechanisms.base import register
 from ldp_shared.mechanisms.lattice import LatticeChannel, LatticeRandomizer, lattice_channel
 from ldp_shared.mechanisms.numeric import NumericSpec
-from ldp_shared.mechanisms.registry import register
 
 MAX_LEVELS = 256
 MAX_CELLS = 2048

@@ -58,6 +58,7 @@ from ldp_shared.mechanisms.base import (
     Segment,
     StatsBlock,
     Unpacked,
+    register,
 )
 from ldp_shared.mechanisms.categorical import domain_indices
 from ldp_shared.mechanisms.grr import grr_probabilities, realised_keep
@@ -72,7 +73,6 @@ from ldp_shared.mechanisms.hashing import (
     parse_decimal,
     row_sums,
 )
-from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
 MAX_HASHES = 65_536

@@ -59,7 +59,7 @@ from numpy.typing import ArrayLike, NDArray
 from ldp_shared.bulk_draws import BulkDraws
 from ldp_shared.kernel import unary_epsilon
 from ldp_shared.mechanisms._checks import check_domain_size, check_indices
-from ldp_shared.mechanisms.base import PlannedVariance
+from ldp_shared.mechanisms.base import PlannedVariance, register
 from ldp_shared.mechanisms.grr import realised_keep
 from ldp_shared.mechanisms.longitudinal import (
     LongitudinalCategoricalSpec,
@@ -70,7 +70,6 @@ from ldp_shared.mechanisms.longitudinal import (
     prf_uniforms,
     value_messages,
 )
-from ldp_shared.mechanisms.registry import register
 from ldp_shared.mechanisms.unary import UnaryEncoding, unary_probabilities
 from ldp_shared.rand import resolve_rng
 

@@ -31,8 +31,8 @@ from ldp_shared.kernel import (
     bit_epsilon,
 )
 from ldp_shared.mechanisms._checks import check_domain_size
+from ldp_shared.mechanisms.base import register
 from ldp_shared.mechanisms.categorical import BitVectorRandomizer, CategoricalSpec
-from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
 

@@ -46,6 +46,7 @@ import numpy as np
 
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.kernel import FloatArray
+from ldp_shared.mechanisms.base import register
 from ldp_shared.mechanisms.lattice import (
     LatticeChannel,
     LatticeRandomizer,
@@ -53,7 +54,6 @@ from ldp_shared.mechanisms.lattice import (
     level_values,
 )
 from ldp_shared.mechanisms.numeric import NumericSpec
-from ldp_shared.mechanisms.registry import register
 
 LEVELS = 128
 """``K``: the rounding adds a variance of at most ``1/K² ≈ 6e-5`` (PM's own is ≥ 0.0067

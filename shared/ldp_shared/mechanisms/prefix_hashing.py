@@ -56,6 +56,7 @@ from ldp_shared.mechanisms.base import (
     Segment,
     StatsBlock,
     Unpacked,
+    register,
 )
 from ldp_shared.mechanisms.hashing import (
     SALT_PATTERN,
@@ -63,13 +64,13 @@ from ldp_shared.mechanisms.hashing import (
     new_salt,
     value_bytes,
 )
+from ldp_shared.mechanisms.hitter_threshold import FALSE_DISCOVERY, detection_threshold, keep_limit
 from ldp_shared.mechanisms.local_hashing import (
     MAX_HASHES,
     MAX_SKETCH_CELLS,
     LocalHashing,
     bucket_count,
 )
-from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
 PREFIX_TAG = b"p"
@@ -345,18 +346,16 @@ class PrefixHashing(Randomizer):
         )
 
     def planned_threshold(self, variance: PlannedVariance, n: int) -> float:
-        """Discovery's detection threshold (:func:`ldp_shared.analyses.heavy_hitters.
+        """Discovery's detection threshold (:func:`~ldp_shared.mechanisms.hitter_threshold.
         detection_threshold`) for a string of ``L`` bytes at ``n`` reports, every level's
         standard error ``σ`` that of :meth:`planned_variance` (each level has ``n/L``
         reports, as the final one): bars ``z_keep·σ`` at levels ``1..L−1`` and, for the
         exact final test, its normal approximation ``z·σ`` at the tail ``α/(256·keep·L)``
         of a query of at most :data:`PLANNED_TOP` strings (``keep`` as the search keeps)."""
-        from ldp_shared.analyses import heavy_hitters as hh  # it imports this module
-
         sd = math.sqrt(variance.variance(n))
-        keep = hh.keep_limit(PLANNED_TOP, self.levels, self.k)
-        z_find = NormalDist().inv_cdf(1.0 - hh.FALSE_DISCOVERY / (256 * keep * self.levels))
-        return hh.detection_threshold([sd] * (self.levels - 1), sd, z_find * sd)
+        keep = keep_limit(PLANNED_TOP, self.levels, self.k)
+        z_find = NormalDist().inv_cdf(1.0 - FALSE_DISCOVERY / (256 * keep * self.levels))
+        return detection_threshold([sd] * (self.levels - 1), sd, z_find * sd)
 
     def noise_sd(self, table: NDArray[np.int64]) -> float:
         """The standard error of the estimate of a key no device holds, from ``table``."""

@@ -39,11 +39,10 @@ from ldp_shared.kernel import (
     unary_epsilon,
 )
 from ldp_shared.mechanisms._checks import check_domain_size, check_epsilon, check_indices
-from ldp_shared.mechanisms.base import AttributeSpec, Blocks
+from ldp_shared.mechanisms.base import AttributeSpec, Blocks, register
 from ldp_shared.mechanisms.categorical import BitVectorRandomizer, CategoricalSpec
 from ldp_shared.mechanisms.likelihood import UnaryBitChannel
 from ldp_shared.mechanisms.packed_bits import bernoulli_rows, set_bits
-from ldp_shared.mechanisms.registry import register
 from ldp_shared.rand import resolve_rng
 
 UnaryVariant = Literal["sue", "oue"]

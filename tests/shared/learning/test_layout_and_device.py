@@ -11,7 +11,7 @@ from ldp_shared.analyses.logistic.planning import default_bound
 from ldp_shared.errors import InvalidRecordError
 from ldp_shared.learning import device
 from ldp_shared.learning.layout import FeatureLayout
-from ldp_shared.mechanisms.gradient import gradient_mechanism_names, gradient_randomizer
+from ldp_shared.mechanisms.gradient_mechanisms import gradient_mechanism_names, gradient_randomizer
 from ldp_shared.mechanisms.hybrid import HybridRandomizer
 from ldp_shared.mechanisms.piecewise import PiecewiseRandomizer
 from ldp_shared.rand import seeded_rng

@@ -16,10 +16,10 @@ from ldp_shared.errors import ConfigurationError
 from ldp_shared.learning.device import loss_randomizer
 from ldp_shared.mechanisms import HybridRandomizer, LaplaceRandomizer, PiecewiseRandomizer
 from ldp_shared.mechanisms._checks import MAX_EPSILON, check_epsilon
-from ldp_shared.mechanisms.gradient import gradient_randomizer
+from ldp_shared.mechanisms.base import mechanism_names
 from ldp_shared.mechanisms.gradient_laplace import EPSILON_RANGE
+from ldp_shared.mechanisms.gradient_mechanisms import gradient_randomizer
 from ldp_shared.mechanisms.piecewise import LARGEST_EPSILON
-from ldp_shared.mechanisms.registry import mechanism_names
 from ldp_shared.schema import CollectionSpec
 
 ATTRIBUTES: dict[str, dict[str, Any]] = {

@@ -12,7 +12,6 @@ import pytest
 
 from ldp_shared.errors import ConfigurationError, InvalidRecordError
 from ldp_shared.mechanisms.gaussian import analytic_gaussian_delta
-from ldp_shared.mechanisms.gradient import gradient_mechanism_names, gradient_randomizer
 from ldp_shared.mechanisms.gradient_gaussian import (
     L2Gaussian,
     noise_margin,
@@ -20,6 +19,7 @@ from ldp_shared.mechanisms.gradient_gaussian import (
     vector_delta,
     zcdp_delta,
 )
+from ldp_shared.mechanisms.gradient_mechanisms import gradient_mechanism_names, gradient_randomizer
 from ldp_shared.rand import seeded_rng
 
 EPSILONS = [0.1, 0.5, 1.0, 2.0, 4.0, 8.0]

@@ -13,10 +13,7 @@ import pytest
 from ldp_shared.errors import ConfigurationError, InvalidQueryError, InvalidRecordError
 from ldp_shared.kernel import channel_epsilon
 from ldp_shared.mechanisms.base import EPSILON_SLACK
-from ldp_shared.mechanisms.gradient import (
-    gradient_mechanism_names,
-    gradient_randomizer,
-)
+from ldp_shared.mechanisms.gradient_mechanisms import gradient_mechanism_names, gradient_randomizer
 from ldp_shared.mechanisms.gradient_sampling import (
     SampledGradient,
     SampledHybrid,

@@ -47,7 +47,8 @@ import numpy as np
 from ldp_shared.analyses.logistic.training import TrainingPlan
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.learning.layout import FeatureLayout
-from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomizer
+from ldp_shared.mechanisms.gradient import GradientRandomizer
+from ldp_shared.mechanisms.gradient_mechanisms import gradient_randomizer
 
 JITTER = 0.5
 """``η·V/B``: the per-round noise the plan allows (see the module docstring)."""

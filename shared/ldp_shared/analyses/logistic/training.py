@@ -34,7 +34,8 @@ from numpy.typing import NDArray
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
 from ldp_shared.kernel import FloatArray
 from ldp_shared.learning import device
-from ldp_shared.mechanisms.gradient import GradientRandomizer, gradient_randomizer
+from ldp_shared.mechanisms.gradient import GradientRandomizer
+from ldp_shared.mechanisms.gradient_mechanisms import gradient_randomizer
 from ldp_shared.mechanisms.lattice import LatticeRandomizer
 from ldp_shared.rand import resolve_rng
 from ldp_shared.wire.training import TrainingSpec

@@ -21,7 +21,7 @@ from ldp_shared.analyses.logistic.training import TrainingPlan, predict_proba, t
 from ldp_shared.errors import ConfigurationError, InvalidQueryError
 from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.mechanisms.base import EPSILON_SLACK
-from ldp_shared.mechanisms.gradient import gradient_randomizer
+from ldp_shared.mechanisms.gradient_mechanisms import gradient_randomizer
 from ldp_shared.rand import seeded_rng
 
 LAYOUT = FeatureLayout.model_validate(
