@@ -4,10 +4,10 @@ A mechanism is one module (see ``docs/mechanisms.md``) that defines
 
 * its **parameters**: a subclass of :class:`AttributeSpec`, a frozen pydantic model whose
   ``mechanism`` field is a ``Literal`` of the name(s) it answers to, registered with
-  :func:`register` (the registry, at the end of this module). A collection spec validates each of
-  its attributes with the class its ``mechanism`` names, so nothing else keeps a list of
-  mechanism names. The class also says how a raw value becomes what the randomizer
-  perturbs (:meth:`AttributeSpec.encode`) and builds the randomizer
+  :func:`register` (the registry, at the end of this module). A collection spec
+  validates each of its attributes with the class its ``mechanism`` names, so nothing
+  else keeps a list of mechanism names. The class also says how a raw value becomes
+  what the randomizer perturbs (:meth:`AttributeSpec.encode`) and builds the randomizer
   (:meth:`AttributeSpec.randomizer`) for the ε the accountant allots to it;
 * its **randomizer**: a :class:`Randomizer`, which states its exact privacy (ε and δ),
   its report segment (encoding and byte length), perturbs a batch of true values
@@ -253,7 +253,7 @@ class AttributeSpec(RequestModel):
         """``AttributeSpec(name=..., mechanism=..., ...)`` builds the registered class's
         instance (pydantic then runs that class's ``__init__`` on it)."""
         if cls is AttributeSpec:
-            return _parse_registered(data)
+            return parse_attribute(data)
         return super().__new__(cls)
 
     @model_validator(mode="wrap")
@@ -264,7 +264,7 @@ class AttributeSpec(RequestModel):
         """Validating against this base class validates with the class the attribute's
         ``mechanism`` names in the registry (so ``list[AttributeSpec]`` dispatches)."""
         if cls is AttributeSpec and not isinstance(data, AttributeSpec):
-            return _parse_registered(data)
+            return parse_attribute(data)
         return handler(data)
 
     @classmethod
@@ -342,10 +342,6 @@ class AttributeSpec(RequestModel):
     def randomizer(self, epsilon: float | None, classes: int = 1) -> Randomizer:
         """The randomizer at the allotted ``epsilon`` (``None`` when ``takes_budget`` is
         false), over ``classes`` label classes when it is reported jointly with a label."""
-
-
-def _parse_registered(data: Any) -> AttributeSpec:
-    return parse_attribute(data)
 
 
 # The registry: a mechanism's name → its spec class. A mechanism module registers its
