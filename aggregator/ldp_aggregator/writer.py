@@ -61,9 +61,11 @@ from datetime import date
 import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 
 from ldp_aggregator.storage.at_rest import WalTruncator, rewrite_reports
 from ldp_aggregator.storage.collections import StoredCollection
+from ldp_aggregator.storage.engine import KeptConnection
 from ldp_aggregator.storage.lifecycle import gone, refusal_to_write
 from ldp_aggregator.storage.reports import (
     existing_ids,
@@ -143,6 +145,7 @@ class ReportWriter:
         self._closed = False
         self._writing = threading.Lock()  # one transaction or rewrite at a time
         self._wal = WalTruncator(engine)
+        self._kept = KeptConnection(engine)  # no pool ping per transaction on a server
         self._periods: set[tuple[int, int]] = set()
         """(collection id, period start) of the periods whose statistics rows exist."""
 
@@ -212,6 +215,8 @@ class ReportWriter:
             thread = self._thread
         if thread is not None:
             thread.join()
+        with self._writing:
+            self._kept.close()
         self._wal.close()
 
     def _submit(self, pending: Pending) -> None:
@@ -292,11 +297,19 @@ class ReportWriter:
                 loop.call_soon_threadsafe(_settle, futures)
 
     def _commit_retrying(self, group: list[Pending]) -> list[set[str]]:
+        reconnected = False
         for attempt in range(ATTEMPTS):
             try:
                 return self._commit(group, look_up=attempt > 0)
             except _SkippedIdsError:
                 continue
+            except DBAPIError as error:
+                # the server dropped the kept connection (a restart, an idle timeout):
+                # once more on a new one, looking up the ids, since a commit whose answer
+                # was lost may have stored them
+                if reconnected or not error.connection_invalidated:
+                    raise
+                reconnected = True
         raise RuntimeError(f"stored ids were still skipped after {ATTEMPTS} attempts")
 
     def _commit(self, group: list[Pending], *, look_up: bool) -> list[set[str]]:
@@ -311,7 +324,7 @@ class ReportWriter:
             members[collection.id, collection.config.config_hash, pending.period_start].append(k)
         befores: list[set[str]] = [set() for _ in group]
         written = 0
-        with self.engine.begin() as connection:
+        with self._kept.transaction() as connection:
             for key in sorted(members):  # one lock order for every writer
                 part = [group[k] for k in members[key]]
                 claimed, refusal = _lock(

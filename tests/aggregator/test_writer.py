@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, insert
+from sqlalchemy import Connection, Engine, event, insert, text
 from sqlalchemy.exc import OperationalError
+from tests.engines import POSTGRES_URL, drop_schema, new_postgres_schema
 
 from ldp_aggregator import writer as writer_module
 from ldp_aggregator.collections import create_collection
@@ -31,7 +32,7 @@ from ldp_shared.periods import stamp
 from ldp_shared.schema import CollectionSpec
 from ldp_shared.wire.reports import BatchResult, ReportBatch
 
-from .conftest import Snapshot, snapshot, spec_payload
+from .conftest import Snapshot, _migrated, snapshot, spec_payload
 from .forensics import seeded_requests
 from .test_ingest import expected_sums
 
@@ -240,3 +241,57 @@ def test_a_closed_or_deleted_collection_is_refused_inside_the_shared_transaction
     assert snapshot(store, "survey") == Snapshot(n, n, expected_sums(store_survey, first + second))
     with store.connect() as connection:
         assert count_reports(connection, other.id) == 0
+
+
+@pytest.fixture
+def postgres_store() -> Iterator[Engine]:
+    """A migrated schema on the test PostgreSQL server, whatever engine the others use."""
+    if not POSTGRES_URL:
+        pytest.skip("no PostgreSQL server answers (CI=true makes this an error)")
+    url = new_postgres_schema()
+    yield from _migrated(url)
+    drop_schema(url)
+
+
+def test_the_writer_keeps_its_server_connection_and_opens_a_new_one_when_dropped(
+    postgres_store: Engine,
+) -> None:
+    """On a database server the writer commits on one connection kept open (no pool
+    ping per transaction); a connection the server drops costs no request an error: the
+    transaction that finds out is written again on a new connection."""
+    survey = create_collection(postgres_store, CollectionSpec.model_validate(spec_payload()))
+    requests = seeded_requests(survey.config, 4, seed=11)
+    writer = ReportWriter(postgres_store)
+    checkouts: list[object] = []
+
+    def checked_out(*args: object) -> None:
+        checkouts.append(args)
+
+    try:
+        first = ingest_batch(postgres_store, survey, _batch(requests[0]), writer=writer)
+        event.listen(postgres_store, "checkout", checked_out)
+        second = ingest_batch(postgres_store, survey, _batch(requests[1]), writer=writer)
+        event.remove(postgres_store, "checkout", checked_out)
+        assert (first.accepted, second.accepted) == (len(requests[0]), len(requests[1]))
+        assert checkouts == []  # the second transaction ran on the kept connection
+        # the server drops the writer's connection (only that one: other tests' and
+        # other runs' connections to the same server must live)
+        kept = writer._kept._connection
+        assert kept is not None
+        pid = kept.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+        kept.rollback()
+        with postgres_store.connect() as admin:
+            admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        third = ingest_batch(postgres_store, survey, _batch(requests[2]), writer=writer)
+        fourth = ingest_batch(postgres_store, survey, _batch(requests[3]), writer=writer)
+    finally:
+        writer.close()
+    assert (third.accepted, fourth.accepted) == (len(requests[2]), len(requests[3]))
+    assert writer.transactions == 4
+    everything = [report for items in requests for report in items]
+    n = len(everything)
+    assert snapshot(postgres_store, "survey") == Snapshot(n, n, expected_sums(survey, everything))
+
+
+def _batch(items: list[dict[str, str]]) -> ReportBatch:
+    return ReportBatch.model_validate({"reports": items})

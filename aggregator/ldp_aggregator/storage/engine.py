@@ -10,10 +10,12 @@ and ``/readyz`` says so).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import URL, Engine, create_engine, event, text
+from sqlalchemy import URL, Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.pool import StaticPool
@@ -146,3 +148,42 @@ def ping(engine: Engine) -> None:
     """Run ``SELECT 1``; raises when the database cannot be reached."""
     with engine.connect() as connection:
         connection.execute(text("SELECT 1"))
+
+
+class KeptConnection:
+    """The transactions of one writer on a connection kept open between them.
+
+    The pool checks every connection it hands out with a ``SELECT 1`` (``pool_pre_ping``),
+    one more round trip per transaction to a database server: about a seventh of a
+    single report's transaction on PostgreSQL (issue 23, docs/benchmarks.md). A writer
+    that commits all the time keeps its connection instead. When the server drops it,
+    the transaction that finds out fails with an error that SQLAlchemy marks
+    ``connection_invalidated``, and the next :meth:`transaction` opens a new one: the
+    caller writes again (:class:`~ldp_aggregator.writer.ReportWriter` does, once). SQLite files are
+    not pinged and gain nothing: they use the pool as before.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.kept = engine.dialect.name != "sqlite"
+        self._connection: Connection | None = None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A transaction, committed when the block ends (rolled back if it raises)."""
+        if not self.kept:
+            with self.engine.begin() as connection:
+                yield connection
+            return
+        if self._connection is None or self._connection.invalidated:
+            self.close()
+            self._connection = self.engine.connect()
+        connection = self._connection
+        with connection.begin():
+            yield connection
+
+    def close(self) -> None:
+        """Give the kept connection back to the pool."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
