@@ -16,7 +16,8 @@ round (requests/s, CPU per request) and to the base.
 ``--batch N`` sends N reports a request instead (e.g. ``--batch 1000 --connections 4``).
 ``--base-without httptools,uvloop`` runs the base (``--base``, or this tree when it is not
 given) with those modules unimportable: an A/B of an optional dependency that the server
-picks up when it is installed.
+picks up when it is installed. ``--postgres URL`` gives each aggregator a fresh database
+of its own on that PostgreSQL server instead of a SQLite file.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import base_parser, emit, log, sized, start_marker
-from _server import bench_spec, running_noop_server, running_server
+from _server import bench_spec, postgres_database, running_noop_server, running_server
 from _wrk import wrk_path
 from ingestion import Loader
 from ldp_client import LDPClient
@@ -38,8 +39,14 @@ from ldp_client import LDPClient
 PACKAGES = ("aggregator", "shared", "client", "simulation")
 
 
-def _started(stack: ExitStack, base: Path | None, without: list[str]) -> dict[str, Any]:
+def _started(
+    stack: ExitStack, base: Path | None, without: list[str], postgres: str | None
+) -> dict[str, Any]:
     servers: dict[str, Any] = {}
+
+    def database() -> str | None:
+        return None if postgres is None else stack.enter_context(postgres_database(postgres))
+
     paths = [str(base / p) for p in PACKAGES] if base is not None else []
     if without:
         paths.insert(0, _hiding(stack, without))
@@ -47,13 +54,13 @@ def _started(stack: ExitStack, base: Path | None, without: list[str]) -> dict[st
         kept = os.environ.get("PYTHONPATH")
         os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([kept] if kept else []))
         try:
-            servers["base"] = stack.enter_context(running_server())
+            servers["base"] = stack.enter_context(running_server(database_url=database()))
         finally:
             if kept is None:
                 del os.environ["PYTHONPATH"]
             else:
                 os.environ["PYTHONPATH"] = kept
-    servers["tree"] = stack.enter_context(running_server())
+    servers["tree"] = stack.enter_context(running_server(database_url=database()))
     servers["noop"] = stack.enter_context(running_noop_server())
     return servers
 
@@ -80,6 +87,7 @@ def main() -> None:
         default="",
         help="modules the base runs without, comma-separated (its tree: --base or this one)",
     )
+    parser.add_argument("--postgres", default=None, help="a PostgreSQL admin URL (else SQLite)")
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (5)")
     parser.add_argument("--seconds", type=float, default=None, help="per wrk run (8)")
     parser.add_argument("--warmup", type=float, default=None, help="before each run (2)")
@@ -102,7 +110,7 @@ def main() -> None:
     ratios: list[dict[str, float]] = []
     with ExitStack() as stack:
         without = [m for m in args.base_without.split(",") if m]
-        servers = _started(stack, args.base, without)
+        servers = _started(stack, args.base, without, args.postgres)
         configs = {}
         for name, server in servers.items():
             if name != "noop":
@@ -150,6 +158,7 @@ def main() -> None:
         "batch": args.batch,
         "base": str(args.base) if args.base else None,
         "base_without": without,
+        "database": "postgresql" if args.postgres else "sqlite",
         "rounds": args.rounds,
         "seconds": args.seconds,
         "servers": {n: {k: _summary(rs, k) for k in keys} for n, rs in runs.items()},
