@@ -41,7 +41,7 @@ vectorised call before the transaction (:func:`decode_singles`) and answers one 
 does not decode as rejected, writing nothing of it. The statements every transaction
 runs are compiled once per dialect (:mod:`~ldp_aggregator.storage.driver`; issue 23).
 
-This module is longer than most (about 470 lines) on purpose: the writer's thread, its
+This module is longer than most (about 480 lines) on purpose: the writer's thread, its
 transaction and the replay rewrite are one protocol whose promises (answer after commit,
 one lock order, each report counted once) are checked by reading them together; the
 storage steps it calls live in :mod:`ldp_aggregator.storage`.

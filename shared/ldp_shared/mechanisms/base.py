@@ -18,6 +18,10 @@ A mechanism is one module (see ``docs/mechanisms.md``) that defines
 
 The schema, the config, the codec, the storage and the estimation reach a mechanism only
 through these two classes.
+
+This module is longer than most (about 420 lines) because it also holds the registry of
+mechanism names (at its end): :class:`AttributeSpec` validates an attribute by looking its
+``mechanism`` up there, so the two belong together; apart, each imported the other.
 """
 
 from __future__ import annotations
