@@ -18,8 +18,8 @@ vector's geometry, which an attribute spec has no place for:
 Gradient mechanisms are not attribute specs: a gradient is not a field of a record but
 a function of a record and the current weights, so they register by name here
 (:func:`register_gradient`) rather than in the attribute registry, and a training job
-builds one with :func:`gradient_randomizer`. See ``docs/mechanisms.md`` (the last
-section) for the decision.
+builds one with :func:`~ldp_shared.mechanisms.gradient_mechanisms.gradient_randomizer`.
+See ``docs/mechanisms.md`` (the last section) for the decision.
 
 The statistics of the lattice ones are int64 ``counts[d·G]`` (coordinate, cell), which
 :func:`coordinate_estimates` decodes with the 1-D lattice channel's decoders
