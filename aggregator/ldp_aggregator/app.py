@@ -107,8 +107,11 @@ def create_app(
     install_problem_handlers(app)
     document_truthfully(app)
     count_database_errors(app, state.metrics)
-    # reports first: every device's upload is matched against the routes in this order
+    # the devices' routes first: a request is matched against the routes in this order,
+    # about 2 µs a route (a training device's place and report were matched after some
+    # 50 analyst routes: 0.2 ms of each device's 2.2 ms of server CPU)
     app.include_router(reports.router)
+    app.include_router(training_routes.router)
     app.include_router(health.router)
     app.include_router(collections.router)
     app.include_router(analyses.router)
@@ -116,7 +119,6 @@ def create_app(
     app.include_router(period_routes.router)
     app.include_router(itemset_routes.router)
     app.include_router(models.router)
-    app.include_router(training_routes.router)
     app.include_router(knn_routes.router)
     app.include_router(privacy_routes.router)
     app.include_router(plan_routes.router)
