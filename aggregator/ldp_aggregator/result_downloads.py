@@ -1,7 +1,7 @@
 """Results to take away: the CSV (or JSON) of a released result, the same for the API's
 analysis routes and the dashboard's download links.
 
-The CSV's columns are :func:`ldp_shared.frames.columns` of the result, the columns of the
+The CSV's columns are :func:`ldp_shared.tabular.columns` of the result, the columns of the
 SDK's ``to_frame()``, so the three agree: one header row, then one row per value, rule,
 period or point. A cell holding a set (an itemset's items) or a list is its members
 joined by ``"; "``; a missing or non-finite number is an empty cell; a date is ISO 8601.
@@ -24,7 +24,7 @@ from fastapi import Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
-from ldp_shared import frames
+from ldp_shared import tabular
 
 CSV_MEDIA_TYPE = "text/csv"
 
@@ -83,15 +83,15 @@ def csv_response(header: Sequence[str], rows: Iterable[Sequence[Any]], filename:
     )
 
 
-def table_rows(table: frames.Columns) -> tuple[list[str], list[list[Any]]]:
+def table_rows(table: tabular.Columns) -> tuple[list[str], list[list[Any]]]:
     """The header and rows of ``table`` (columns of equal length)."""
     header = list(table)
     return header, [list(row) for row in zip(*table.values(), strict=True)]
 
 
 def result_csv(result: BaseModel, filename: str) -> Response:
-    """``result``'s rows (:func:`ldp_shared.frames.columns`) as the CSV ``filename``."""
-    header, rows = table_rows(frames.columns(result))
+    """``result``'s rows (:func:`ldp_shared.tabular.columns`) as the CSV ``filename``."""
+    header, rows = table_rows(tabular.columns(result))
     return csv_response(header, rows, filename)
 
 
@@ -100,7 +100,7 @@ def results_csv(results: Sequence[BaseModel], key: str, filename: str) -> Respon
     ``key`` holding that result's field ``key`` (e.g. the attribute of each mean); the
     header is the union of the results' columns, in order of appearance."""
     header: list[str] = []
-    tables = [frames.columns(result) for result in results]
+    tables = [tabular.columns(result) for result in results]
     for table in tables:
         header.extend(name for name in table if name not in header)
     rows = []

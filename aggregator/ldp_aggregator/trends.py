@@ -52,9 +52,14 @@ from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InsufficientReportsError, InvalidQueryError
 from ldp_shared.kernel import z_value
 from ldp_shared.periods import MAX_WINDOW_PERIODS, Window, period_label, period_start
-from ldp_shared.trend_series import level_name
 from ldp_shared.wire.releases import FrequencyResult, MeanResult, QuantileResult
-from ldp_shared.wire.trends import DifferenceResult, ReleasedAs, TrendPoint, TrendResult
+from ldp_shared.wire.trends import (
+    DifferenceResult,
+    ReleasedAs,
+    TrendPoint,
+    TrendResult,
+    level_name,
+)
 
 Estimate = Literal["frequencies", "mean", "quantiles", "naive-bayes", "knn"]
 """What a trend may be asked to follow (``estimate=``); the last two are refused."""

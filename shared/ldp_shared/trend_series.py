@@ -1,28 +1,22 @@
 """One value followed through a trend: in each period its reports and its estimate with
 its interval, or no estimate where the period is withheld. The dashboard's trend panel
 and ``ldpcollect simulate --periods`` read a :class:`~ldp_shared.wire.trends.TrendResult`
-this way; :func:`trend_columns` lays out every value of every period (the rows of its
-``to_frame()`` and of ``GET .../trend?format=csv``).
+this way, from the rows of its periods (:func:`~ldp_shared.wire.trends.point_rows`;
+:func:`~ldp_shared.wire.trends.trend_columns` lays out every value of every period, the
+rows of its ``to_frame()`` and of ``GET .../trend?format=csv``).
 
 A trend follows frequencies (a value: one of the attribute's values), a mean (the value
-``"mean"``) or quantiles (a value: a level named by :func:`level_name`, ``"q0.5"``).
+``"mean"``) or quantiles (a value: a level named by
+:func:`~ldp_shared.wire.trends.level_name`, ``"q0.5"``).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from ldp_shared.errors import InvalidQueryError
-from ldp_shared.wire.releases import FrequencyResult, MeanResult, QuantileResult
-from ldp_shared.wire.trends import TrendPoint, TrendResult
-
-TREND_COLUMNS = (
-    "period", "start", "n_reports", "value", "estimate", "stderr", "ci_low", "ci_high",
-    "withheld",
-)  # fmt: skip
-"""The columns of a trend's rows, one per period and value."""
+from ldp_shared.wire.trends import TrendResult, level_name, point_rows
 
 
 @dataclass(frozen=True)
@@ -35,76 +29,6 @@ class SeriesPoint:
     ci_low: float | None = None
     ci_high: float | None = None
     withheld: str | None = None
-
-
-def level_name(probability: float) -> str:
-    """The name of a quantile level as a trend's value: ``0.5`` → ``"q0.5"``."""
-    return f"q{probability:g}"
-
-
-def _frequency_rows(result: FrequencyResult) -> list[dict[str, Any]]:
-    columns = zip(
-        result.values, result.estimate, result.stderr, result.ci_low, result.ci_high, strict=True
-    )
-    return [
-        {"value": v, "estimate": e, "stderr": s, "ci_low": lo, "ci_high": hi}
-        for v, e, s, lo, hi in columns
-    ]
-
-
-def _mean_rows(result: MeanResult) -> list[dict[str, Any]]:
-    return [
-        {
-            "value": "mean",
-            "estimate": result.mean,
-            "stderr": result.stderr,
-            "ci_low": result.ci_low,
-            "ci_high": result.ci_high,
-        }
-    ]
-
-
-def _quantile_rows(result: QuantileResult) -> list[dict[str, Any]]:
-    """One row per level; no standard error (the interval inverts the CDF's band)."""
-    return [
-        {
-            "value": level_name(q.probability),
-            "estimate": q.value,
-            "stderr": math.nan,
-            "ci_low": q.ci_low,
-            "ci_high": q.ci_high,
-        }
-        for q in result.quantiles
-    ]
-
-
-def point_rows(point: TrendPoint) -> list[dict[str, Any]]:
-    """The rows of one period: one per value it estimates (``value``, ``estimate``,
-    ``stderr``, ``ci_low``, ``ci_high``), or none when it is withheld."""
-    if point.mean is not None:
-        return _mean_rows(point.mean)
-    if point.frequencies is not None:
-        return _frequency_rows(point.frequencies)
-    if point.quantiles is not None:
-        return _quantile_rows(point.quantiles)
-    return []
-
-
-def trend_columns(result: TrendResult) -> dict[str, list[Any]]:
-    """Every value of every period as columns (:data:`TREND_COLUMNS`): a withheld period
-    is one row whose ``value`` is ``None``, its numbers NaN and ``withheld`` its reason."""
-    table: dict[str, list[Any]] = {name: [] for name in TREND_COLUMNS}
-    for point in result.points:
-        head = {"period": point.period, "start": point.start, "n_reports": point.n_reports}
-        rows = point_rows(point) or [
-            {"estimate": math.nan, "stderr": math.nan, "ci_low": math.nan, "ci_high": math.nan}
-            | {"withheld": point.withheld}
-        ]
-        for row in rows:
-            full = head | row
-            for name, column in table.items():
-                column.append(full.get(name))
-    return table
 
 
 def followed_values(result: TrendResult) -> list[str]:

@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 import ldp_client
-from ldp_shared import frames
+from ldp_shared import tabular
 from ldp_shared.errors import InvalidQueryError, LDPError, MissingDependencyError
 from ldp_shared.tabular import Tabular
 from ldp_shared.wire.itemsets import ItemsetResult
@@ -272,7 +272,7 @@ def test_to_frame_is_one_row_per_entry_with_its_interval(kind: str) -> None:
     result = RESULTS[kind]
     frame = result.to_frame()  # type: ignore[attr-defined]
     assert isinstance(frame, pd.DataFrame) and len(frame) == ROWS[kind]
-    assert list(frame.columns) == list(frames.columns(result))
+    assert list(frame.columns) == list(tabular.columns(result))
     if kind not in ("knn", "trained"):  # scores and standard errors; weights
         assert {"ci_low", "ci_high"} <= set(frame.columns) or "confidence_ci_low" in frame
     assert frame.attrs["collection"] == result.collection  # type: ignore[attr-defined]
@@ -365,10 +365,10 @@ def test_without_pandas_to_frame_names_what_to_install(monkeypatch: pytest.Monke
     with pytest.raises(MissingDependencyError):
         ITEMSETS.to_frame(what="itemsets")
     # the rest needs no pandas
-    assert frames.columns(MEAN)["estimate"] == [4.2]
+    assert tabular.columns(MEAN)["estimate"] == [4.2]
     assert FREQUENCIES.to_dict()["values"] == ["red", "blue"]
 
 
 def test_a_result_without_a_frame_is_refused() -> None:
     with pytest.raises(InvalidQueryError, match="has no frame"):
-        frames.columns(ITEMSETS.privacy)
+        tabular.columns(ITEMSETS.privacy)

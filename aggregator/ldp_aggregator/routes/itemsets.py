@@ -24,7 +24,6 @@ from ldp_aggregator.result_downloads import (
 )
 from ldp_aggregator.routes.page_params import Page
 from ldp_shared.errors import ConflictError
-from ldp_shared.frames import itemset_columns
 from ldp_shared.wire.base import checked_range
 from ldp_shared.wire.itemsets import (
     JOB_ID_PATTERN,
@@ -130,7 +129,7 @@ def itemset_job(
             f"job {job_id} is {job.status}: only a done job has rows to download;"
             " poll it until its status is done"
         )
-    header, rows = table_rows(itemset_columns(job.result, table))
+    header, rows = table_rows(job.result.frame_columns(table))
     return csv_response(header, rows, filename(name, job.result.attribute, table))
 
 

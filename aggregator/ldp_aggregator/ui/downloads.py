@@ -1,5 +1,5 @@
 """The panels' downloads: the released results a panel shows, as CSV (the columns of
-:func:`ldp_shared.frames.columns`, as the API's ``?format=csv`` and the SDK's
+:func:`ldp_shared.tabular.columns`, as the API's ``?format=csv`` and the SDK's
 ``to_frame()``) or as JSON (what the API answers), every CSV cell safe to open in a
 spreadsheet (:mod:`ldp_aggregator.result_downloads`)."""
 

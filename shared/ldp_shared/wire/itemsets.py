@@ -21,7 +21,7 @@ from ldp_shared.errors import InvalidQueryError, NotFoundError
 from ldp_shared.kernel import z_value
 from ldp_shared.mechanisms import Mask
 from ldp_shared.request_model import RequestModel
-from ldp_shared.tabular import Tabular
+from ldp_shared.tabular import INTERVAL, Columns, Tabular, frame_of, from_rows
 from ldp_shared.wire.base import WireModel, central_field, checked_range
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9_-]{16,32}$"
@@ -202,6 +202,15 @@ def mask_privacy(attribute: AttributeConfig, average_support: float, weight: flo
     )
 
 
+RULES = (
+    "antecedent", "consequent", "support",
+    "confidence", "confidence_stderr", "confidence_ci_low", "confidence_ci_high",
+    "lift", "lift_stderr", "lift_ci_low", "lift_ci_high",
+    "antecedent_support", "consequent_support", "informative",
+)  # fmt: skip
+"""The columns of an itemset result's rules (``to_frame()``), one row per rule."""
+
+
 class ItemsetResult(WireModel, Tabular):
     """Frequent itemsets and association rules mined from a MASK attribute."""
 
@@ -237,14 +246,34 @@ class ItemsetResult(WireModel, Tabular):
             "itemsets": [frozenset(itemset.items) for itemset in self.itemsets],
         }
 
+    def frame_columns(self, what: Literal["rules", "itemsets"] = "rules") -> Columns:
+        """The rules as columns, one row per rule (:data:`RULES`), or with
+        ``what="itemsets"`` the itemsets, one row per itemset: ``items, length, support,
+        stderr, ci_low, ci_high``; :class:`InvalidQueryError` for another ``what``."""
+        if what == "rules":
+            rules = (
+                {
+                    **rule.model_dump(),
+                    "antecedent": frozenset(rule.antecedent),
+                    "consequent": frozenset(rule.consequent),
+                }
+                for rule in self.rules
+            )
+            return from_rows(rules, RULES)
+        if what == "itemsets":
+            itemsets = (
+                {**found.model_dump(), "items": frozenset(found.items), "length": len(found.items)}
+                for found in self.itemsets
+            )
+            return from_rows(itemsets, ("items", "length", "support", *INTERVAL))
+        raise InvalidQueryError(f"what must be 'rules' or 'itemsets', got {what!r}")
+
     def to_frame(self, what: Literal["rules", "itemsets"] = "rules") -> Any:
         """The rules as a ``pandas.DataFrame``, one per row with its support, confidence
         and lift, each with its standard error and interval; ``what="itemsets"``: the
         itemsets, one per row with its support, standard error and interval
-        (:mod:`ldp_shared.frames`)."""
-        from ldp_shared import frames
-
-        return frames.frame_of(frames.itemset_columns(self, what), self)
+        (:meth:`frame_columns`)."""
+        return frame_of(self.frame_columns(what), self)
 
 
 class JobError(WireModel):

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ldp_shared.central import CentralRelease
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.request_model import RequestModel
-from ldp_shared.tabular import Tabular
+from ldp_shared.tabular import Columns, Tabular
 from ldp_shared.wire.base import central_field, checked_range
 
 MAX_QUERY_POINTS = 10_000
@@ -84,3 +84,16 @@ class KnnClassification(BaseModel, Tabular):
     bits: int
     predictions: list[KnnPrediction]
     central: CentralRelease | None = central_field()
+
+    def frame_columns(self) -> Columns:
+        """One row per query point: ``point`` (its index), ``predicted``, then
+        ``score_{class}`` and ``stderr_{class}`` for every class, and ``clipped``."""
+        table: Columns = {
+            "point": list(range(len(self.predictions))),
+            "predicted": [prediction.predicted for prediction in self.predictions],
+        }
+        for c, label in enumerate(self.classes):
+            table[f"score_{label}"] = [prediction.scores[c] for prediction in self.predictions]
+            table[f"stderr_{label}"] = [prediction.stderr[c] for prediction in self.predictions]
+        table["clipped"] = [", ".join(prediction.clipped) for prediction in self.predictions]
+        return table

@@ -12,13 +12,13 @@ re-exports every name.
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import Field
 
 from ldp_shared.central import CentralRelease
 from ldp_shared.request_model import RequestModel
-from ldp_shared.tabular import Tabular
+from ldp_shared.tabular import INTERVAL, Columns, Tabular, from_rows
 from ldp_shared.wire.base import WireModel, central_field
 
 MAX_PREDICT_RECORDS = 10_000
@@ -41,6 +41,12 @@ At 2^53 ≈ 9.0e15 float64 can no longer tell α + 1 from α: one report no long
 smoothed count, and every probability is within about n_j/α of uniform (below 1e-6 for a
 billion reports). Past that bound α only brings the sums Σ_v Ñ(v, c) closer to overflow
 (near 1.8e308, where the logarithms become infinite and the model cannot be stored)."""
+
+MODEL_COLUMNS = (
+    "feature", "value", "class", "count", *INTERVAL,
+    "smoothed_count", "probability", "log_prob",
+)  # fmt: skip
+"""The columns of a model's rows (``to_frame()``), one per feature, value and class."""
 
 
 class NaiveBayesTrainRequest(RequestModel):
@@ -143,6 +149,41 @@ class NaiveBayesModel(WireModel, Tabular):
     features: list[NaiveBayesFeature]
     smoothing: NaiveBayesSmoothing
     central: CentralRelease | None = central_field()
+
+    def frame_columns(self) -> Columns:
+        """One row per feature, value and class (:data:`MODEL_COLUMNS`); the classes'
+        priors first, as rows whose ``feature`` and ``value`` are ``None``."""
+        rows: list[dict[str, Any]] = [
+            {
+                "class": label,
+                "count": self.class_counts[c],
+                "stderr": self.class_counts_stderr[c],
+                "ci_low": self.class_counts_ci_low[c],
+                "ci_high": self.class_counts_ci_high[c],
+                "smoothed_count": self.class_smoothed_counts[c],
+                "probability": self.class_prior[c],
+                "log_prob": self.class_log_prior[c],
+            }
+            for c, label in enumerate(self.classes)
+        ]
+        for feature in self.features:
+            for c, label in enumerate(self.classes):
+                for v, value in enumerate(feature.values):
+                    rows.append(
+                        {
+                            "feature": feature.name,
+                            "value": value,
+                            "class": label,
+                            "count": feature.counts[c][v],
+                            "stderr": feature.stderr[c][v],
+                            "ci_low": feature.ci_low[c][v],
+                            "ci_high": feature.ci_high[c][v],
+                            "smoothed_count": feature.smoothed_counts[c][v],
+                            "probability": feature.probabilities[c][v],
+                            "log_prob": feature.log_prob[c][v],
+                        }
+                    )
+        return from_rows(rows, MODEL_COLUMNS)
 
 
 class NaiveBayesPredictRequest(RequestModel):

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from ldp_shared.central import CentralRelease
-from ldp_shared.tabular import Tabular
+from ldp_shared.tabular import INTERVAL, Columns, Tabular, from_rows
 from ldp_shared.wire.base import WireModel, central_field
 
 __all__ = [
@@ -126,6 +126,20 @@ class FrequencyResult(_AttributeRelease, Tabular):
         description="for ordered values (ordinal exponential, histogram): CDF, mean, median",
     )
 
+    def frame_columns(self) -> Columns:
+        """One row per value (:func:`_per_value`), with ``postprocessed`` when asked for
+        and ``cdf``, ``cdf_stderr``, ``cdf_ci_low``, ``cdf_ci_high`` for ordered values."""
+        table = _per_value(self)
+        if self.postprocessed is not None:
+            table["postprocessed"] = list(self.postprocessed)
+        if self.ordinal is not None:
+            ordinal = self.ordinal
+            table["cdf"] = list(ordinal.cdf)
+            table["cdf_stderr"] = list(ordinal.cdf_stderr)
+            table["cdf_ci_low"] = list(ordinal.cdf_ci_low)
+            table["cdf_ci_high"] = list(ordinal.cdf_ci_high)
+        return table
+
 
 class HeavyHittersResult(_AttributeRelease, Tabular):
     """The most frequent values of an open-domain attribute, found from its statistics."""
@@ -151,6 +165,22 @@ class HeavyHittersResult(_AttributeRelease, Tabular):
     miss: float = Field(description="β: the chance that a value above the threshold is missed")
     levels_searched: int = Field(description="prefix levels the search went through")
     candidates: int = Field(description="prefixes and strings estimated on the way")
+
+    def frame_columns(self) -> Columns:
+        """One row per value found (:func:`_per_value`)."""
+        return _per_value(self)
+
+
+def _per_value(result: FrequencyResult | HeavyHittersResult) -> Columns:
+    """One row per value: ``value, estimate, count, stderr, ci_low, ci_high``."""
+    return {
+        "value": list(result.values),
+        "estimate": list(result.estimate),
+        "count": list(result.counts),
+        "stderr": list(result.stderr),
+        "ci_low": list(result.ci_low),
+        "ci_high": list(result.ci_high),
+    }
 
 
 class MeanResult(_AttributeRelease, Tabular):
@@ -181,6 +211,17 @@ class MeanResult(_AttributeRelease, Tabular):
         ),
     )
 
+    def frame_columns(self) -> Columns:
+        """One row, ``value`` ``"mean"``: ``estimate, stderr, ci_low, ci_high``, then
+        ``variance`` where the mechanism estimates one."""
+        row = {"value": "mean", "estimate": self.mean}
+        row.update({name: getattr(self, name) for name in INTERVAL})
+        names = ["value", "estimate", *INTERVAL]
+        if self.variance is not None:
+            row["variance"] = self.variance
+            names.append("variance")
+        return from_rows([row], names)
+
 
 class Quantile(WireModel):
     """One quantile of a histogram attribute, in the number's units."""
@@ -208,3 +249,8 @@ class QuantileResult(_AttributeRelease, Tabular):
         exclude_if=lambda value: value is None,
         description="budget 'sample': how many of the n_reports carried this attribute",
     )
+
+    def frame_columns(self) -> Columns:
+        """One row per level: ``probability, value, ci_low, ci_high, bin``."""
+        names = ("probability", "value", "ci_low", "ci_high", "bin")
+        return from_rows((quantile.model_dump() for quantile in self.quantiles), names)

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ldp_shared.errors import InvalidQueryError
 from ldp_shared.learning.layout import FeatureLayout
 from ldp_shared.request_model import RequestModel
-from ldp_shared.tabular import Tabular
+from ldp_shared.tabular import Columns, Tabular
 from ldp_shared.wire.itemsets import JobError, JobStatus
 
 Role = Literal["gradient", "loss"]
@@ -184,6 +184,10 @@ class TrainedModel(_Wire, Tabular):
     rounds: int
     curve: list[RoundLog]
     sklearn: SklearnExport
+
+    def frame_columns(self) -> Columns:
+        """One row per coordinate: ``coordinate, weight``."""
+        return {"coordinate": list(self.coordinates), "weight": list(self.weights)}
 
 
 class TrainingJob(_Wire):

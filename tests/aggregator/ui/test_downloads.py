@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from ldp_aggregator.result_downloads import csv_cell
-from ldp_shared import frames
+from ldp_shared import tabular
 from ldp_shared.wire.itemsets import ItemsetJob
 from ldp_shared.wire.knn import KnnClassification
 from ldp_shared.wire.naive_bayes import NaiveBayesModel
@@ -37,7 +37,7 @@ def _rows(text: str) -> list[dict[str, str]]:
 
 def _expected(result: BaseModel) -> tuple[list[str], list[list[str]]]:
     """The header and cells ``result``'s CSV must hold: its frame's columns."""
-    table = frames.columns(result)
+    table = tabular.columns(result)
     cells = [[str(csv_cell(value)) for value in row] for row in zip(*table.values(), strict=True)]
     return list(table), cells
 

@@ -18,7 +18,7 @@ import pytest
 from ldp_aggregator.app import create_app
 from ldp_aggregator.ui.render import number
 from ldp_shared import candidates
-from ldp_shared.trend_series import TREND_COLUMNS
+from ldp_shared.wire.trends import TREND_COLUMNS
 
 from ..conftest import ADMIN, ANALYST, TestClient, state_of
 from ._data import _create, _upload

@@ -16,7 +16,6 @@ from ldp_aggregator.jobs import ITEMSETS, job_view, runner_of
 from ldp_aggregator.result_downloads import csv_response, filename, table_rows
 from ldp_aggregator.storage.jobs import list_jobs
 from ldp_aggregator.ui.panel import Panel, PanelContext, PanelView, Redirect
-from ldp_shared import frames
 from ldp_shared.analyses.itemsets.rules import UNINFORMATIVE_WIDTH
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import InvalidQueryError, NotFoundError
@@ -136,16 +135,16 @@ def _result(ctx: PanelContext) -> ItemsetResult:
 
 
 def rules_csv(ctx: PanelContext) -> Response:
-    """The rules, the columns of ``to_frame()`` (:data:`ldp_shared.frames.RULES`)."""
+    """The rules, the columns of ``to_frame()`` (:data:`ldp_shared.wire.itemsets.RULES`)."""
     result = _result(ctx)
-    header, rows = table_rows(frames.itemset_columns(result, "rules"))
+    header, rows = table_rows(result.frame_columns("rules"))
     return csv_response(header, rows, filename(result.collection, result.attribute, "rules"))
 
 
 def itemsets_csv(ctx: PanelContext) -> Response:
     """The itemsets, the columns of ``to_frame(what="itemsets")``."""
     result = _result(ctx)
-    header, rows = table_rows(frames.itemset_columns(result, "itemsets"))
+    header, rows = table_rows(result.frame_columns("itemsets"))
     return csv_response(header, rows, filename(result.collection, result.attribute, "itemsets"))
 
 

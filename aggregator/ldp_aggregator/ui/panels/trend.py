@@ -9,7 +9,7 @@ frequency; a categorical one one value at a time, by default the most frequent o
 window (its estimates averaged over the released periods, weighted by their reports),
 and an open domain's by the value typed. A period below the release minimum is withheld:
 the chart leaves a gap there and the table says "withheld" with its count, never a zero.
-The downloads hold every value of every period (:func:`ldp_shared.frames.columns`).
+The downloads hold every value of every period (:func:`ldp_shared.wire.trends.trend_columns`).
 A naive Bayes model or a kNN classifier has no trend (:mod:`ldp_aggregator.trends`): the
 panel says so and points at training over a window.
 """
@@ -27,8 +27,8 @@ from ldp_aggregator.ui.states import problem_view
 from ldp_shared import candidates
 from ldp_shared.collection import CollectionConfig
 from ldp_shared.errors import LDPError
-from ldp_shared.trend_series import SeriesPoint, followed_values, level_name, series
-from ldp_shared.wire.trends import TrendResult
+from ldp_shared.trend_series import SeriesPoint, followed_values, series
+from ldp_shared.wire.trends import TrendResult, level_name
 
 CONFIDENCE = 0.95
 SLUG = "trend"

@@ -1,7 +1,8 @@
-"""The rows of a trend (:func:`ldp_shared.trend_series.trend_columns`) for every kind it
-follows, and one value followed through it (:func:`series`): frequencies and means lay
-out as :func:`ldp_shared.frames.columns` always did, quantile levels as values ``q0.5``
-without a standard error."""
+"""The rows of a trend (:func:`ldp_shared.wire.trends.trend_columns`, its
+``frame_columns()``) for every kind it follows, and one value followed through it
+(:func:`ldp_shared.trend_series.series`): frequencies and means one row per value as the
+other results lay them out, quantile levels as values ``q0.5`` without a standard error,
+a withheld period as one row without a value."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from ldp_shared import frames
+from ldp_shared import tabular
 from ldp_shared.errors import InvalidQueryError
-from ldp_shared.trend_series import SeriesPoint, level_name, series, trend_columns
-from ldp_shared.wire.trends import TrendResult
+from ldp_shared.trend_series import SeriesPoint, series
+from ldp_shared.wire.trends import TREND_COLUMNS, TrendResult, level_name, trend_columns
 
 RELEASE = {
     "collection": "c", "attribute": "a", "n_reports": 500, "epsilon": 1.0,
@@ -56,13 +57,21 @@ QUANTILES = _trend(
 )  # fmt: skip
 
 
-@pytest.mark.parametrize("trend", [FREQUENCIES, MEAN], ids=["frequencies", "mean"])
-def test_frequencies_and_means_lay_out_as_before(trend: TrendResult) -> None:
-    mine, theirs = trend_columns(trend), frames.columns(trend)
-    assert list(mine) == list(theirs)
-    for name in mine:
-        for a, b in zip(mine[name], theirs[name], strict=True):
-            assert a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))
+@pytest.mark.parametrize(
+    ("trend", "values", "estimates"),
+    [(FREQUENCIES, ["x", "y"], [0.7, 0.3]), (MEAN, ["mean"], [4.0])],
+    ids=["frequencies", "mean"],
+)
+def test_frequencies_and_means_are_one_row_per_value(
+    trend: TrendResult, values: list[str], estimates: list[float]
+) -> None:
+    table = tabular.columns(trend)
+    assert list(table) == list(TREND_COLUMNS) and list(trend_columns(trend)) == list(table)
+    assert table["period"] == ["2026-03-01"] + ["2026-03-02"] * len(values)
+    assert table["n_reports"] == [5] + [500] * len(values)
+    assert table["value"] == [None, *values] and table["estimate"][1:] == estimates
+    assert table["withheld"] == ["5 < 100"] + [None] * len(values)
+    assert all(math.isnan(table[name][0]) for name in ("estimate", "stderr", "ci_low", "ci_high"))
 
 
 def test_quantiles_are_one_row_per_level() -> None:
