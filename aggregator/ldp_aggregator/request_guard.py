@@ -1,4 +1,4 @@
-"""One pure ASGI middleware around every request: metrics, body limit, last-resort 500.
+"""One pure ASGI middleware around every request: metrics, query text, body limit, last 500.
 
 It does in one layer what three did before (issue 23; ``bench/request_layers.py``
 measures each layer's CPU per request), in this order, outermost first:
@@ -6,11 +6,15 @@ measures each layer's CPU per request), in this order, outermost first:
 1. **metrics**: counts and times the request by method, route template and the status
    answered (:meth:`~ldp_aggregator.metrics.Metrics.observe_request`), whatever the
    answer, including the two below;
-2. **body size limit**: reads the whole body first and answers ``413 payload-too-large``
+2. **query text**: a query string that is not UTF-8 once percent-decoded (``%FF``, an
+   encoded surrogate) is answered ``422 invalid-query``; without this, Starlette decodes
+   it with replacement characters and a query such as ``values=%FF`` would estimate a
+   string nobody named;
+3. **body size limit**: reads the whole body first and answers ``413 payload-too-large``
    when the declared or received bytes pass the limit
    (:func:`~ldp_aggregator.limits.read_limited_body`), so such a request never reaches a
    route;
-3. **unexpected errors**: an exception that no handler of the app took is answered with
+4. **unexpected errors**: an exception that no handler of the app took is answered with
    a ``500`` problem document, logged with an id that its ``detail`` repeats, without
    re-raising, so the keep-alive connection stays usable (the reason is given in
    :func:`~ldp_aggregator.problems.install_problem_handlers`). An error after the answer
@@ -23,12 +27,14 @@ JSON problem documents or JSON bodies.
 from __future__ import annotations
 
 import time
+from urllib.parse import unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ldp_aggregator.limits import Refusal, read_limited_body, refusal_response, replaying
 from ldp_aggregator.metrics import UNMATCHED_ROUTE, Metrics
-from ldp_aggregator.problems import internal_error
+from ldp_aggregator.problems import error_response, internal_error
+from ldp_shared.errors import InvalidQueryError
 
 
 class RequestGuardMiddleware:
@@ -57,6 +63,15 @@ class RequestGuardMiddleware:
             await send(message)
 
         try:
+            query: bytes = scope.get("query_string", b"")
+            if b"%" in query and not _is_utf8_once_decoded(query):
+                refused = error_response(
+                    InvalidQueryError,
+                    "the query string is not UTF-8 once percent-decoded: encode each"
+                    " parameter's text as UTF-8 before percent-encoding it",
+                )
+                await refused(scope, receive, observe)
+                return
             body = await read_limited_body(scope, receive, self.max_body_bytes)
             if isinstance(body, Refusal):
                 await refusal_response(body, self.max_body_bytes)(scope, receive, observe)
@@ -77,3 +92,12 @@ class RequestGuardMiddleware:
                 status,
                 time.perf_counter() - started_at,
             )
+
+
+def _is_utf8_once_decoded(query: bytes) -> bool:
+    """Whether the percent-decoded query string is UTF-8 (every parameter is, then)."""
+    try:
+        unquote_to_bytes(query).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -1,8 +1,9 @@
 """Values an analyst names in a query (``values=x,y,z``): one comma-separated text.
 
 A comma or a backslash inside a value is escaped with a backslash (``a\\,b`` is the one
-value ``a,b``); nothing else is escaped. The SDK writes the text with :func:`join`; the
-aggregator reads it with :func:`split`.
+value ``a,b``); nothing else is escaped, and a backslash before any other character is
+refused (so that ``C:\\tmp`` is not read as ``C:tmp``). The SDK writes the text with
+:func:`join`; the aggregator reads it with :func:`split`.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def query_text(values: Sequence[str | int]) -> str:
 def split(text: str) -> list[str]:
     """The values of a query text (the empty text is one empty value, which no attribute
     takes); :class:`InvalidQueryError` for more than :data:`MAX_CANDIDATES`, a value named
-    twice, or a lone backslash at the end."""
+    twice, or a backslash before anything but a comma or a backslash (or at the end)."""
     values: list[str] = []
     current: list[str] = []
     chars = iter(text)
@@ -66,6 +67,11 @@ def split(text: str) -> list[str]:
             escaped = next(chars, None)
             if escaped is None:
                 raise InvalidQueryError("values: a backslash ends the text; write \\\\ for one")
+            if escaped not in ",\\":
+                raise InvalidQueryError(
+                    f"values: a backslash escapes only ',' and itself, not {escaped!r};"
+                    " write \\\\ for a backslash"
+                )
             current.append(escaped)
         elif char == ",":
             values.append("".join(current))

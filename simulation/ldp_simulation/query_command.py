@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import unicodedata
 from collections.abc import Sequence
 
 from ldp_shared.errors import AuthenticationError
@@ -58,26 +59,46 @@ def add_query_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     hitters.add_argument("-k", type=int, default=20, help="how many values (default 20)")
 
 
+def shown(value: str) -> str:
+    """``value`` safe to print on a terminal: devices choose an open domain's strings, so
+    a control character (an escape sequence, a newline, NUL) is written as its escape, and
+    so is a backslash, which keeps the text unambiguous."""
+    if value.isprintable() and "\\" not in value:
+        return value
+    return "".join("\\\\" if c == "\\" else c if c.isprintable() else repr(c)[1:-1] for c in value)
+
+
+def columns_of(text: str) -> int:
+    """The terminal columns ``text`` takes: two for a wide (CJK, emoji) character, none
+    for a combining mark."""
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )
+
+
 def format_rows(result: FrequencyResult | HeavyHittersResult) -> str:
     """The estimates as an aligned table, one value a line."""
-    width = max([len("value"), *(len(v) for v in result.values)])
+    values = [shown(str(v)) for v in result.values]
+    width = max([len("value"), *(columns_of(v) for v in values)])
     level = f"{result.confidence:.0%} interval"
     lines = [f"{'value':<{width}}  {'estimate':>9}  {'stderr':>8}  {level}"]
     for value, est, se, low, high in zip(
-        result.values,
+        values,
         result.estimate,
         result.stderr,
         result.ci_low,
         result.ci_high,
         strict=True,
     ):
-        lines.append(f"{value:<{width}}  {est:>9.5f}  {se:>8.5f}  [{low:.5f}, {high:.5f}]")
+        pad = " " * (width - columns_of(value))
+        lines.append(f"{value}{pad}  {est:>9.5f}  {se:>8.5f}  [{low:.5f}, {high:.5f}]")
     return "\n".join(lines)
 
 
 def format_heavy_hitters(result: HeavyHittersResult) -> str:
     """The table, then what the threshold means."""
-    found = format_rows(result) if result.values else "(no value above the threshold yet)"
+    found = format_rows(result) if result.values else "(no value found yet)"
     return (
         f"{result.attribute} of {result.collection}: {result.n_reports:,} reports,"
         f" ε = {result.epsilon:g}\n{found}\n"

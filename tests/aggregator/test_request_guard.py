@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from starlette.types import Message, Receive, Scope, Send
 from tests.aggregator.test_limits import Recorder, run
 
@@ -104,3 +105,22 @@ def test_the_app_has_one_user_middleware_and_no_separate_500_layer(settings: Set
 def test_a_limit_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
         RequestGuardMiddleware(Recorder(), Metrics(), 0)
+
+
+@pytest.mark.parametrize("encoded", ["%FF%FE", "%ED%A0%80", "a%C3", "ok=1&values=%E6%97"])
+def test_a_query_not_utf8_once_decoded_is_a_422_before_any_route(
+    client: TestClient, encoded: str
+) -> None:
+    """Starlette would read it with replacement characters: ``values=%FF`` estimated
+    "\\ufffd", a string the analyst never named."""
+    response = client.get(f"/v1/collections/nowhere/frequencies?attribute=w&values={encoded}")
+    assert response.status_code == 422
+    assert response.json()["type"].endswith("/invalid-query")
+    assert "UTF-8" in response.json()["detail"]
+
+
+def test_a_query_of_utf8_percent_encoded_passes_the_guard(client: TestClient) -> None:
+    response = client.get(
+        "/v1/collections/nowhere/frequencies?attribute=w&values=caf%C3%A9,%E6%97%A5"
+    )
+    assert response.status_code == 401  # the route answered: it asks for a token

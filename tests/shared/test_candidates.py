@@ -35,10 +35,16 @@ def test_split_inverts_join(values: list[str]) -> None:
 def test_escapes_are_literal() -> None:
     assert join(["a,b", "c\\d"]) == "a\\,b,c\\\\d"
     assert split("a\\,b,c\\\\d") == ["a,b", "c\\d"]
-    # only comma and backslash are escaped; a backslash before anything else is dropped
+    # only comma and backslash are escaped
     assert join(["a;b", "n"]) == "a;b,n"
-    assert split("a\\nb") == ["anb"]
     assert split("x,,y") == ["x", "", "y"]
+
+
+@pytest.mark.parametrize("text", ["a\\nb", "C:\\tmp", "x,\\ y", "\\;"])
+def test_a_backslash_before_anything_else_is_refused_not_dropped(text: str) -> None:
+    """``C:\\tmp`` unescaped would otherwise estimate ``C:tmp``, a string nobody named."""
+    with pytest.raises(InvalidQueryError, match="a backslash escapes only"):
+        split(text)
 
 
 def test_join_writes_each_value_with_str() -> None:

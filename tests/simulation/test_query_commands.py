@@ -11,8 +11,10 @@ import pytest
 
 from ldp_client import LDPClient
 from ldp_shared.rand import seeded_rng
+from ldp_shared.wire.releases import HeavyHittersResult
 from ldp_simulation.cli import main
 from ldp_simulation.fleet import running_aggregator
+from ldp_simulation.query_command import columns_of, format_rows
 
 pytestmark = pytest.mark.e2e
 
@@ -61,3 +63,24 @@ def test_frequencies_and_heavy_hitters_from_the_command_line(
         assert "k must be" in err and "\n" not in err
         assert main(["heavy-hitters", url, "terms", "term", "--analyst-token", ""]) == 2
         assert "analyst-token" in capsys.readouterr().err
+
+
+def test_found_strings_are_printed_without_their_control_characters_and_aligned() -> None:
+    """Devices choose an open domain's strings: a found ``"\\x1b[2J"`` must not clear the
+    analyst's terminal, nor ``"a\\nb"`` break the table; wide characters keep it aligned."""
+    values = ["\x1b[2J", "a\nb", "x\x00y", "C:\\tmp", "日本", "naïve"]
+    result = HeavyHittersResult.model_construct(
+        values=values,
+        estimate=[0.1] * 6,
+        stderr=[0.01] * 6,
+        ci_low=[0.08] * 6,
+        ci_high=[0.12] * 6,
+        confidence=0.95,
+    )
+    lines = format_rows(result).split("\n")
+    assert len(lines) == 1 + len(values)
+    assert all(c == "\n" or c.isprintable() for c in "\n".join(lines))
+    assert [line.split("  ")[0].rstrip() for line in lines[1:]] == [
+        "\\x1b[2J", "a\\nb", "x\\x00y", "C:\\\\tmp", "日本", "naïve",
+    ]  # fmt: skip
+    assert len({columns_of(line) for line in lines[1:]}) == 1  # the columns line up

@@ -58,8 +58,8 @@ def frequencies(
         Query(
             description=(
                 "estimate only these values, comma-separated (a comma or backslash inside a"
-                " value is escaped with a backslash); required for an open domain (flh),"
-                " at most 1000"
+                " value is escaped with a backslash, which escapes nothing else); required"
+                " for an open domain (flh, hcms, pem, hadamard with domain_size), at most 1000"
             ),
             max_length=1_000_000,
         ),
