@@ -16,7 +16,15 @@ and nothing is counted twice. For the same reason a report retried after the str
 deduplication window, or in another batch, is counted once here.
 
 A report whose collection was closed or deleted after it was accepted is acknowledged
-and dropped (counted in ``ldpcollect_fold_reports_total{outcome="dropped"}``).
+and dropped (counted in ``ldpcollect_fold_reports_total{outcome="dropped"}``). That is
+why a worker first checks that a message is meant for its database: every message
+names the database its ingest replica read the collection from (``Ldp-Database``,
+:mod:`ldp_aggregator.storage.identity`). A worker that fetches a message naming another
+database hands the whole fetch back to the stream unacknowledged and stops with a
+:class:`~ldp_shared.errors.ConfigurationError` (``ldpcollect fold`` prints it on one
+line and exits 2): started on the wrong ``--database-url``, or none, it would otherwise
+find none of the collections and drop reports that were answered ``accepted``. A message
+without the header (published before it existed) is folded as before.
 """
 
 from __future__ import annotations
@@ -41,17 +49,19 @@ from sqlalchemy import Engine, select
 from ldp_aggregator.ingest_log.fold_metrics import FoldMetrics
 from ldp_aggregator.ingest_log.stream import (
     CHUNK_REPORTS,
+    DATABASE_HEADER,
     LogChunk,
     LogSettings,
     connect,
     ensure_stream,
 )
 from ldp_aggregator.storage.collections import StoredCollection
+from ldp_aggregator.storage.identity import identity_of
 from ldp_aggregator.storage.stats import statistics_of
 from ldp_aggregator.storage.tables import collections
 from ldp_aggregator.writer import Pending, ReportWriter
 from ldp_shared.collection import CollectionConfig
-from ldp_shared.errors import LDPError
+from ldp_shared.errors import ConfigurationError, LDPError
 
 logger = logging.getLogger("ldp_aggregator")
 
@@ -172,6 +182,7 @@ class FoldWorker:
         self.settings = settings
         self.writer = ReportWriter(engine)
         self.by_id = CollectionsById(engine)
+        self.database = identity_of(engine)
         self.metrics = metrics
         self.batch = batch
         self.ack_wait_seconds = ack_wait_seconds
@@ -203,6 +214,7 @@ class FoldWorker:
             try:
                 while not stop.is_set():
                     fetched = await fetching
+                    await self._refuse_foreign(fetched)  # before the next fetch is asked for
                     fetching = asyncio.ensure_future(self._fetch(subscription))
                     for part in _parts(fetched, self.batch):
                         await self._fold(part)
@@ -257,6 +269,20 @@ class FoldWorker:
         except (NatsError, OSError):  # a node lost: they come back after ack_wait
             logger.warning("a fetch's surplus was not given back; redelivered after ack_wait")
         return kept
+
+    async def _refuse_foreign(self, fetched: list[tuple[Msg, LogChunk]]) -> None:
+        """Stop (:class:`ConfigurationError`) at a message meant for another database,
+        the fetch handed back unacknowledged for the workers of that database."""
+        named = {(m.headers or {}).get(DATABASE_HEADER, self.database) for m, _ in fetched}
+        others = named - {self.database}
+        if not others:
+            return
+        await _hand_back(fetched)
+        raise ConfigurationError(
+            f"the log's reports are for another database (identity {min(others)}), not"
+            f" this worker's ({self.database}): give `fold` the --database-url of the"
+            " ingest replicas; nothing was folded or acknowledged"
+        )
 
     async def _fold(self, part: list[tuple[Msg, LogChunk]]) -> None:
         """Write one transaction's messages, then acknowledge them."""
@@ -325,6 +351,11 @@ async def _give_back(fetching: asyncio.Future[list[tuple[Msg, LogChunk]]]) -> No
         fetched = await fetching
     except asyncio.CancelledError:
         return
+    await _hand_back(fetched)
+
+
+async def _hand_back(fetched: list[tuple[Msg, LogChunk]]) -> None:
+    """Give ``fetched`` back to the stream unacknowledged (negative acknowledgement)."""
     try:
         for message, _ in fetched:
             await message.nak()

@@ -35,6 +35,7 @@ from sqlalchemy import Engine
 
 from ldp_aggregator.ingest import INLINE_BATCH, BatchOutcomes, _prepare, _result
 from ldp_aggregator.ingest_log.stream import (
+    DATABASE_HEADER,
     LogChunk,
     LogSettings,
     chunk_size,
@@ -42,6 +43,7 @@ from ldp_aggregator.ingest_log.stream import (
     ensure_stream,
 )
 from ldp_aggregator.storage.collections import StoredCollection
+from ldp_aggregator.storage.identity import identity_of, known_identity
 from ldp_aggregator.storage.lifecycle import check_takes_reports
 from ldp_aggregator.writer import Pending
 from ldp_shared.errors import TransportError
@@ -134,9 +136,11 @@ class LogPublisher:
             raise LogUnavailableError(f"the reports went to the stream {answer.stream}")
         return answer
 
-    async def publish(self, pending: Pending) -> set[str]:
-        """Publish the reports of ``pending``; the ids the stream had already (those of
-        its duplicate messages). Returns once every message is acknowledged."""
+    async def publish(self, pending: Pending, database: str) -> set[str]:
+        """Publish the reports of ``pending``, each message stamped with the identity of
+        the ``database`` that holds their collection (``Ldp-Database``: a fold worker
+        folds only its own database's); the ids the stream had already (those of its
+        duplicate messages). Returns once every message is acknowledged."""
         collection = pending.collection
         subject = self.settings.subject(collection.id)
         step = chunk_size(collection.config.report_bytes, self.client.max_payload)
@@ -160,7 +164,10 @@ class LogPublisher:
                             subject,
                             message.encode(),
                             wait_stall=PUBLISH_TIMEOUT,
-                            headers={"Nats-Msg-Id": message.message_id},
+                            headers={
+                                "Nats-Msg-Id": message.message_id,
+                                DATABASE_HEADER: database,
+                            },
                         )
                     )
                 answers = await asyncio.gather(*futures, return_exceptions=True)
@@ -194,4 +201,7 @@ async def publish_batch(
     await publisher.check_takes_reports(engine, collection)
     if pending is None:
         return _result(batch, judged, set())
-    return _result(batch, judged, await publisher.publish(pending))
+    database = known_identity(engine)
+    if database is None:  # read once per engine, not in the event loop
+        database = await to_thread.run_sync(identity_of, engine)
+    return _result(batch, judged, await publisher.publish(pending, database))

@@ -6,7 +6,11 @@ message of one report has the header ``Nats-Msg-Id: <collection id>.<report id>`
 the stream drops a retry of that report within its deduplication window; a message of
 several has ``Nats-Msg-Id: <collection id>:<digest of its ids>`` (report ids never hold
 a colon), so the stream drops the same batch sent again, and a report re-sent in a
-different batch is stored once by the fold (the database's unique key). The payload
+different batch is stored once by the fold (the database's unique key). Every message
+also has the header ``Ldp-Database: <identity>`` (:data:`DATABASE_HEADER`): the random
+id of the database the ingest replica read the collection from
+(:mod:`ldp_aggregator.storage.identity`), so that a fold worker on another database
+refuses it instead of finding no such collection and dropping it. The payload
 holds only what folding needs (JSON): the collection's id and config hash, the period
 and day the aggregator stamped at acceptance (as coarse as the collection's period),
 the report ids and their packed bits. No address, header or arrival time of the
@@ -39,6 +43,8 @@ from ldp_shared.wire.reports import ids_match_pattern
 logger = logging.getLogger("ldp_aggregator")
 
 CONNECT_SECONDS = 10.0
+DATABASE_HEADER = "Ldp-Database"
+"""The header naming the database a message's reports belong to (see the module)."""
 DEFAULT_STREAM = "LDPCOLLECT_REPORTS"
 DEFAULT_SUBJECT_PREFIX = "ldpcollect.reports"
 DEFAULT_DURABLE = "ldpcollect-fold"
@@ -80,7 +86,9 @@ def parse_log_url(url: str) -> tuple[str, ...]:
     :class:`ConfigurationError` (one line)."""
     scheme, separator, rest = url.partition("://")
     if scheme not in ("nats", "tls") or not separator or not rest:
-        raise ConfigurationError(f"the log URL must look like nats://host:port,...; got {url!r}")
+        raise ConfigurationError(
+            f"the log URL must look like nats://host:port,...; got {redact_log_url(url)!r}"
+        )
     servers: list[str] = []
     for part in rest.split(","):
         server = f"{scheme}://{part.strip()}"
@@ -91,9 +99,30 @@ def parse_log_url(url: str) -> tuple[str, ...]:
             port = None
             parsed = None
         if parsed is None or not parsed.hostname or (port is None and ":" in parsed.netloc):
-            raise ConfigurationError(f"not a NATS server address in the log URL: {part!r}")
+            raise ConfigurationError(
+                f"not a NATS server address in the log URL: {redact_log_url(part)!r}"
+            )
         servers.append(server)
     return tuple(servers)
+
+
+def redact_log_url(url: str) -> str:
+    """``url`` (one server or several, comma-separated) as a message or a log line may
+    show it: a password as ``***`` (``nats://admin:***@h1:4222``), and so a token given
+    alone (``nats://***@h1:4222``; NATS takes a user without a password as a token)."""
+
+    def one(part: str) -> str:
+        prefix, separator, rest = part.partition("://")
+        if not separator:
+            prefix, rest = "", part
+        if "@" not in rest:
+            return part
+        userinfo, _, host = rest.rpartition("@")
+        user, colon, _ = userinfo.partition(":")
+        shown = f"{user}:***" if colon else "***"
+        return f"{prefix}{separator}{shown}@{host}"
+
+    return ",".join(one(part) for part in url.split(","))
 
 
 async def connect(settings: LogSettings, name: str) -> Client:
@@ -122,7 +151,7 @@ async def connect(settings: LogSettings, name: str) -> Client:
             CONNECT_SECONDS,
         )
     except (TimeoutError, NatsError, OSError):
-        where = ",".join(settings.servers)
+        where = redact_log_url(",".join(settings.servers))
         raise TransportError(f"the log does not answer at {where}") from None
     return client
 

@@ -32,6 +32,14 @@ NAMING_CONVENTION = {
 
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
+database_identity = Table(
+    "database_identity",
+    metadata,
+    # one row: 128 random bits in hex, made by migration 0013; log mode's messages carry
+    # it so that a fold worker folds only those meant for its database (docs/log-mode.md)
+    Column("id", String(32), primary_key=True),
+)
+
 collections = Table(
     "collections",
     metadata,

@@ -9,7 +9,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
@@ -20,9 +22,11 @@ from ldp_aggregator.ingest_log.stream import LogChunk, log_settings_of
 from ldp_aggregator.settings import Settings
 from ldp_aggregator.storage.collections import load_collection
 from ldp_aggregator.storage.engine import make_engine
+from ldp_aggregator.storage.migrate import upgrade
 from ldp_aggregator.storage.reports import count_reports
 from ldp_aggregator.writer import ReportWriter
 from ldp_shared.collection import CollectionConfig
+from ldp_shared.errors import ConfigurationError
 
 from ..conftest import ADMIN, ADMIN_TOKEN, ANALYST_TOKEN, assert_stored_and_recounted, spec_payload
 from ..forensics import seeded_requests
@@ -186,5 +190,33 @@ def test_a_batch_folded_twice_counts_once(pg_url: str, cluster: NatsCluster) -> 
     # a message whose bits do not fit its ids is dropped whole
     assert (second.written, second.duplicate, second.dropped) == (len(items) - 20, 20, 3)
     ids = {item["id"] for item in items}
+    assert assert_stored_and_recounted(engine, "survey", ids) == ids
+    engine.dispose()
+
+
+def test_a_worker_on_another_database_folds_nothing_and_says_so(
+    pg_url: str, cluster: NatsCluster, tmp_path: Path
+) -> None:
+    """A fold worker given another database (a wrong ``--database-url``, or none: then
+    ``./ldpcollect.db``) finds none of the messages' collections there. It used to
+    acknowledge them as dropped, losing reports answered ``accepted``; each message now
+    names its database, and such a worker stops at the first one, acknowledging nothing."""
+    settings = log_settings(pg_url, cluster)
+    engine = make_engine(pg_url)
+    with TestClient(create_app(settings)) as http:
+        created = http.post("/v1/collections", json=spec_payload(), headers=ADMIN)
+        config = CollectionConfig.model_validate(created.json())
+        items = [r for request in seeded_requests(config, 20, seed=5) for r in request]
+        assert http.post(UPLOAD, json={"reports": items}).json()["accepted"] == len(items)
+    elsewhere = make_engine(f"sqlite:///{tmp_path / 'elsewhere.db'}")
+    upgrade(elsewhere)
+    stray = FoldWorker(log_settings_of(settings), elsewhere, FoldMetrics(), ack_wait_seconds=2.0)
+    with pytest.raises(ConfigurationError, match="another database"):
+        asyncio.run(asyncio.wait_for(stray.run(asyncio.Event()), PATIENCE))
+    stray.writer.close()
+    elsewhere.dispose()
+    with folding(settings, engine, ack_wait=30.0):  # no redelivery wait: handed back at once
+        wait_stored(engine, len(items))
+    ids = {r["id"] for r in items}
     assert assert_stored_and_recounted(engine, "survey", ids) == ids
     engine.dispose()
