@@ -61,7 +61,7 @@ def heavy_hitters_result(
     """The at most ``top`` most frequent values of ``attribute`` found in ``stats``."""
     attr = check_heavy_hitters_query(config, attribute, top, confidence)
     n = require_reports(config, stats)
-    carried_reports(config, attr, stats)
+    carried = carried_reports(config, attr, stats)
     spec = config.spec_of(attr)
     assert isinstance(spec, PrefixHashingSpec)
     randomizer = config.randomizer(attr)
@@ -85,6 +85,7 @@ def heavy_hitters_result(
         threshold=found.threshold,
         false_discovery=FALSE_DISCOVERY,
         miss=MISS,
+        attribute_reports=carried,
         levels_searched=found.levels_searched,
         candidates=found.candidates,
     )

@@ -344,7 +344,25 @@ def test_a_valid_query_on_the_mixed_collection_answers(
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["n_reports"] == 50 and body["epsilon"] == pytest.approx(2.0)  # 8 / 4
+    assert "attribute_reports" not in body  # budget split: every report carries the word
     assert set(body["values"]) <= {"abc"}
+
+
+def test_under_budget_sample_the_answer_says_how_many_reports_carried_it(
+    client: TestClient,
+) -> None:
+    """As ``frequencies`` does: the search used only the reports that carried the word."""
+    config = create(client, {**MIXED, "name": "sampled", "budget": "sample"})
+    records = [{"word": "abc", "tag": "x", "color": COLORS[i % 4], "age": 30.0} for i in range(400)]
+    upload(client, config, Privatizer(config).privatize_many(records, rng=seeded_rng(6)))
+    body = hitters(client, "sampled", attribute="word", k=5).json()
+    named = client.get(
+        "/v1/collections/sampled/frequencies",
+        params={"attribute": "word", "values": "abc"},
+        headers=ANALYST,
+    ).json()
+    assert body["n_reports"] == 400 and 40 < body["attribute_reports"] < 200
+    assert body["attribute_reports"] == named["attribute_reports"]
 
 
 def test_below_the_release_minimum_is_insufficient_reports(client: TestClient) -> None:

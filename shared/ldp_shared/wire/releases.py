@@ -6,7 +6,7 @@ the period window and, for a shuffled collection, the central guarantee).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -63,6 +63,18 @@ class IBUStatus(WireModel):
     tolerance: float
 
 
+def _carried_reports() -> Any:
+    """The field ``attribute_reports`` of a release (absent unless the budget is sample)."""
+    return Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description=(
+            "budget 'sample': how many of the n_reports carried this attribute (absent when"
+            " every report carries it)"
+        ),
+    )
+
+
 class OrdinalEstimate(WireModel):
     """A scalar of an ordered attribute (a rank), with its standard error and interval."""
 
@@ -107,14 +119,7 @@ class FrequencyResult(_AttributeRelease, Tabular):
     postprocessed: list[float] | None = Field(
         default=None, description="the estimate after the requested post-processing"
     )
-    attribute_reports: int | None = Field(
-        default=None,
-        exclude_if=lambda value: value is None,
-        description=(
-            "budget 'sample': how many of the n_reports carried this attribute (absent when"
-            " every report carries it)"
-        ),
-    )
+    attribute_reports: int | None = _carried_reports()
     ibu: IBUStatus | None = Field(
         default=None,
         exclude_if=lambda value: value is None,
@@ -163,6 +168,7 @@ class HeavyHittersResult(_AttributeRelease, Tabular):
         )
     )
     miss: float = Field(description="β: the chance that a value above the threshold is missed")
+    attribute_reports: int | None = _carried_reports()
     levels_searched: int = Field(description="prefix levels the search went through")
     candidates: int = Field(description="prefixes and strings estimated on the way")
 
@@ -192,11 +198,7 @@ class MeanResult(_AttributeRelease, Tabular):
     stderr: float
     ci_low: float
     ci_high: float
-    attribute_reports: int | None = Field(
-        default=None,
-        exclude_if=lambda value: value is None,
-        description="budget 'sample': how many of the n_reports carried this attribute",
-    )
+    attribute_reports: int | None = _carried_reports()
     delta: float = Field(
         default=0.0,
         exclude_if=lambda value: value == 0,
@@ -244,11 +246,7 @@ class QuantileResult(_AttributeRelease, Tabular):
             "every x at which the normal test of F(x) = q does not reject (Woodruff 1952)"
         ),
     )
-    attribute_reports: int | None = Field(
-        default=None,
-        exclude_if=lambda value: value is None,
-        description="budget 'sample': how many of the n_reports carried this attribute",
-    )
+    attribute_reports: int | None = _carried_reports()
 
     def frame_columns(self) -> Columns:
         """One row per level: ``probability, value, ci_low, ci_high, bin``."""
