@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ldp_shared.errors import InvalidRecordError
-from ldp_shared.wire.reports import ReportBatch
+from ldp_shared.wire.reports import MAX_BATCH, ReportBatch
 
 STDIN = "-"
 
@@ -106,6 +106,11 @@ def run_report(args: argparse.Namespace) -> int:
     from ldp_client import LDPClient
 
     records = parse_records(args.records)
+    if len(records) > MAX_BATCH:
+        raise InvalidRecordError(
+            f"{len(records):,} records: one upload body holds at most {MAX_BATCH:,} reports;"
+            f" give them in parts (for example `split -l {MAX_BATCH}` of a file read with -)"
+        )
     reports = []
     with LDPClient(args.url) as client:
         for given in records:

@@ -80,3 +80,11 @@ def test_records_from_arguments_and_stdin_are_counted_together(
 )
 def test_a_record_the_sdk_refuses_is_numbered_once(detail: str, named: str) -> None:
     assert name_record("record 2 (stdin line 4)", detail) == named
+
+
+def test_more_records_than_one_upload_holds_is_one_line_before_any_request(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = _report('{"a": 1}\n' * 10_001, monkeypatch, capsys)
+    assert "10,001 records: one upload body holds at most 10,000 reports" in line
+    assert "split -l 10000" in line
