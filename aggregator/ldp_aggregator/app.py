@@ -8,13 +8,14 @@ from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 
 from anyio import to_thread
-from fastapi import Depends, FastAPI
+from fastapi import Depends, FastAPI, Request
 
 from ldp_aggregator.deps import AppState
 from ldp_aggregator.media_types import require_json_media_type
 from ldp_aggregator.metrics import Metrics, count_database_errors
 from ldp_aggregator.openapi import document_truthfully
 from ldp_aggregator.problems import install_problem_handlers
+from ldp_aggregator.query_params import require_known_query
 from ldp_aggregator.rate_limits import UploadLimits
 from ldp_aggregator.request_guard import RequestGuardMiddleware
 from ldp_aggregator.routes import analyses, collections, health, models, reports
@@ -45,6 +46,15 @@ def _version() -> str:
         return version("ldpcollect")
     except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
         return "0.0.0"
+
+
+async def check_request(request: Request) -> None:
+    """What every route checks first, in one dependency (each one costs every request,
+    uploads included): 415 for a JSON route's body of another media type; 422 for an
+    API query's unknown or repeated parameter (FastAPI would ignore the one and keep the
+    last of the other)."""
+    await require_json_media_type(request)
+    await require_known_query(request)
 
 
 def create_app(
@@ -98,7 +108,7 @@ def create_app(
         version=_version(),
         description=DESCRIPTION,
         lifespan=lifespan,
-        dependencies=[Depends(require_json_media_type)],  # 415 for a JSON route's non-JSON body
+        dependencies=[Depends(check_request)],
         docs_url=None,  # served by install_dashboard from local files, not a CDN
         redoc_url=None,  # ReDoc would load from a CDN: not served
         **no_telemetry(),  # no span or log of a request: who sent it, and when

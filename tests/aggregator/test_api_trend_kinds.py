@@ -181,8 +181,9 @@ def test_an_open_domain_trend_follows_the_values_named(
 def test_what_has_no_trend_is_one_clear_problem(
     client: TestClient, ages: CollectionConfig, params: dict[str, str], words: str
 ) -> None:
-    for path in ("trend", "difference"):
-        windows = {"from": DAY1, "to": DAY1, "baseline_from": DAY0, "baseline_to": DAY0}
+    window = {"from": DAY1, "to": DAY1}
+    baseline = {"baseline_from": DAY0, "baseline_to": DAY0}
+    for path, windows in (("trend", window), ("difference", window | baseline)):
         detail = problem(ask(client, "ages", path, **params, **windows), 422, "invalid-query")
         assert words in detail
 
