@@ -115,7 +115,11 @@ def add_server_commands(
     fold.add_argument("--log", metavar="NATS_URL", help="the log (default: $LDPCOLLECT_LOG_URL)")
     fold.add_argument("--database-url", help="SQLAlchemy URL (default as for serve)")
     fold.add_argument(
-        "--batch", type=int, default=10_000, help="messages per transaction (default: %(default)s)"
+        "--batch",
+        type=int,
+        default=10_000,
+        help="reports per transaction at most (a message of more is one of its own), and"
+        " about as many fetched at a time (default: %(default)s)",
     )
     fold.add_argument(
         "--ack-wait",
@@ -124,7 +128,10 @@ def add_server_commands(
         help="seconds before a dead worker's batch goes to another (default: %(default)s)",
     )
     fold.add_argument(
-        "--metrics-port", type=int, default=0, help="serve /metrics on this port (0: off)"
+        "--metrics-port",
+        type=int,
+        default=0,
+        help="serve /metrics on 127.0.0.1 at this port, 1 to 65535 (default: 0, off)",
     )
     add_shuffler_commands(commands)
 

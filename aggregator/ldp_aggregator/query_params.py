@@ -21,6 +21,7 @@ from ldp_shared.errors import InvalidQueryError
 
 API_PREFIX = "/v1/"
 
+
 def _names(dependant: Dependant) -> Iterator[str]:
     for field in dependant.query_params:
         yield field.alias

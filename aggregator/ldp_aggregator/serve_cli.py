@@ -168,8 +168,9 @@ def _check_workers(name: str, workers: int) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    """``ldpcollect serve``: check the port, the settings, the log and the database, then
-    run uvicorn (``--workers`` processes, or the app in this one)."""
+    """``ldpcollect serve``: check the port, the settings, the log (connected, its stream
+    created unless it exists) and the database, then run uvicorn (``--workers`` processes,
+    or the app in this one)."""
     if not 1 <= args.port <= MAX_PORT:  # before anything else: nothing is touched
         raise ConfigurationError(f"--port must be from 1 to {MAX_PORT:,}, got {args.port}")
     if args.workers is not None:  # as the port: one line before anything is touched
@@ -178,10 +179,13 @@ def serve(args: argparse.Namespace) -> int:
     _check_workers("LDPCOLLECT_WORKERS", given.workers)
 
     settings, generated = given.with_generated_tokens()
-    if settings.log_url is not None:  # a bad or dead log is one line before anything starts
-        from ldp_aggregator.ingest_log.stream import check_reachable, log_settings_of
+    if settings.log_url is not None:
+        # a bad or dead log, or a stream it cannot create (a single node asked for three
+        # replicas, subjects another stream holds), is one line before anything starts,
+        # not a traceback out of uvicorn's lifespan
+        from ldp_aggregator.ingest_log.stream import check_log, log_settings_of
 
-        check_reachable(log_settings_of(settings))
+        check_log(log_settings_of(settings))
     for warning in settings.weak_token_warnings():
         logger.warning("ldpcollect: warning: %s", warning)
     check_sqlite_folder(settings.database_url)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from ldp_shared.errors import ConfigurationError
+
 BATCH_BUCKETS = (1, 10, 100, 1_000, 2_500, 5_000, 10_000, 20_000)
 
 
@@ -60,5 +62,13 @@ class FoldMetrics:
         self._reports.labels("dropped").inc(dropped)
 
     def serve(self, port: int, host: str = "127.0.0.1") -> None:
-        """Expose the metrics over HTTP on ``host:port`` (a daemon thread)."""
-        start_http_server(port, addr=host, registry=self.registry)
+        """Expose the metrics over HTTP on ``host:port`` (a daemon thread); a port that
+        cannot be listened on (in use, not this machine's) is a
+        :class:`~ldp_shared.errors.ConfigurationError` (one line)."""
+        try:
+            start_http_server(port, addr=host, registry=self.registry)
+        except (OSError, OverflowError) as error:  # OverflowError: a port past 65535
+            reason = getattr(error, "strerror", None) or str(error)
+            raise ConfigurationError(
+                f"cannot serve the fold metrics on {host}:{port}: {reason}"
+            ) from None

@@ -54,6 +54,10 @@ logger = logging.getLogger("ldp_aggregator")
 PUBLISH_TIMEOUT = 10.0
 """Seconds one publish waits for the stream's acknowledgement (a cluster that lost a
 node elects a new leader for the stream within a few seconds)."""
+READY_TIMEOUT = 2.0
+"""Seconds the readiness check (``/readyz``) waits for the stream's answer: a probe is
+answered 503 within about this long when the log does not answer, not after
+:data:`PUBLISH_TIMEOUT`."""
 OPEN_RECHECK_SECONDS = 1.0
 """How long a replica trusts that a collection takes reports before it reads the
 collection's row again (one read per collection and second, not one per request; a
@@ -114,16 +118,24 @@ class LogPublisher:
             logger.warning("closing the log's connection: %s", type(error).__name__)
 
     async def check(self) -> None:
-        """Raise :class:`LogUnavailableError` unless connected and the stream answers
-        (readiness)."""
+        """Raise :class:`LogUnavailableError` unless connected, the stream answers within
+        :data:`READY_TIMEOUT`, and, on a cluster, the stream has a leader: the stream's
+        state an upload needs (readiness). A cluster that lost most of its nodes still
+        answers ``stream_info`` from the node left, with no leader, while every publish
+        fails."""
         if not self.client.is_connected:
             raise LogUnavailableError("the log (NATS) is not connected")
         try:
-            await self.js.stream_info(self.settings.stream)
+            info = await self.client.jsm(timeout=READY_TIMEOUT).stream_info(self.settings.stream)
         except (TimeoutError, NatsError, JetStreamError) as error:
             raise LogUnavailableError(
                 f"the log's stream {self.settings.stream} does not answer: {type(error).__name__}"
             ) from None
+        if info.cluster is not None and not info.cluster.leader:
+            raise LogUnavailableError(
+                f"the log's stream {self.settings.stream} has no leader (too few of its"
+                " replicas' nodes are up): it takes no reports"
+            )
 
     def _ack_or_raise(self, answer: PubAck | BaseException) -> PubAck:
         """The stream's acknowledgement, checked to come from this stream (instead of

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import json
 import logging
@@ -33,8 +34,8 @@ from nats.aio.client import Client
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
+from nats.js.errors import APIError, NotFoundError
 from nats.js.errors import Error as JetStreamError
-from nats.js.errors import NotFoundError
 
 from ldp_aggregator.settings import Settings
 from ldp_shared.errors import ConfigurationError, TransportError
@@ -164,32 +165,74 @@ async def _log_reconnected() -> None:
     logger.warning("log connection restored")
 
 
-def check_reachable(settings: LogSettings) -> None:
-    """Connect once and close (``ldpcollect serve --log`` checks this before it starts)."""
+CHECK_REQUEST_SECONDS = 5.0
+"""How long :func:`check_log` waits for one answer of the JetStream API (a request that
+times out is made again until :func:`ensure_stream`'s deadline)."""
+
+
+def check_log(settings: LogSettings) -> None:
+    """Connect, make sure the stream exists (:func:`ensure_stream`: created unless it
+    exists) and close. ``ldpcollect serve --log`` and ``ldpcollect fold`` check this before
+    they start, so a dead log or a stream that cannot be created is one line
+    (:class:`~ldp_shared.errors.TransportError`), not a traceback."""
 
     async def once() -> None:
         client = await connect(settings, "ldpcollect-check")
-        await client.close()
+        try:
+            await ensure_stream(client.jetstream(timeout=CHECK_REQUEST_SECONDS), settings)
+        finally:
+            with contextlib.suppress(NatsError, OSError):  # the log went away meanwhile
+                await client.close()
 
     asyncio.run(once())
+
+
+REPLICAS_NEED_A_CLUSTER = 10074
+"""JetStream's error code for "replicas > 1 not supported in non-clustered mode"."""
+SUBJECTS_OVERLAP = 10065
+"""JetStream's error code for "subjects overlap with an existing stream"."""
+STREAM_REFUSALS = frozenset({REPLICAS_NEED_A_CLUSTER, SUBJECTS_OVERLAP})
+"""Refusals of the stream's creation that no retry changes: reported at once."""
 
 
 async def ensure_stream(js: JetStreamContext, settings: LogSettings) -> None:
     """Create the stream unless it exists (its configuration is then the operator's:
     an existing stream is not changed, so retention set by hand stays). A cluster that
-    is still electing its JetStream leader is waited for, up to :data:`CONNECT_SECONDS`."""
+    is still electing its JetStream leader is waited for, up to :data:`CONNECT_SECONDS`;
+    a refusal no retry changes (:data:`STREAM_REFUSALS`) is a
+    :class:`~ldp_shared.errors.TransportError` at once."""
     deadline = asyncio.get_running_loop().time() + CONNECT_SECONDS
     while True:
         try:
             await _create_unless_exists(js, settings)
             return
         except (TimeoutError, NatsError, JetStreamError) as error:
-            if asyncio.get_running_loop().time() > deadline:
-                raise TransportError(
-                    f"the log's stream {settings.stream} cannot be created or read:"
-                    f" {type(error).__name__}: {error}"
-                ) from None
+            refused = isinstance(error, APIError) and error.err_code in STREAM_REFUSALS
+            if refused or asyncio.get_running_loop().time() > deadline:
+                raise TransportError(_stream_error(settings, error)) from None
             await asyncio.sleep(0.5)
+
+
+def _stream_error(settings: LogSettings, error: Exception) -> str:
+    """One line for the stream that could not be created or read: what JetStream said,
+    and what to set when that is a setting's doing."""
+    what = f"the log's stream {settings.stream} cannot be created or read"
+    if not isinstance(error, APIError):
+        return f"{what}: {type(error).__name__}: {error}"
+    if not error.description:  # no responders: no server of the log runs JetStream
+        return f"{what}: {type(error).__name__} (no JetStream answered: is it enabled?)"
+    line = f"{what}: {error.description} (NATS error {error.err_code})"
+    if error.err_code == REPLICAS_NEED_A_CLUSTER:
+        line += (
+            f"; the log is a single node, where a stream has one replica, not"
+            f" {settings.replicas}: set LDPCOLLECT_LOG_REPLICAS=1"
+        )
+    elif error.err_code == SUBJECTS_OVERLAP:
+        line += (
+            f"; another stream holds {settings.subjects}: set LDPCOLLECT_LOG_STREAM to"
+            " that stream's name"
+        )
+    return line
 
 
 async def _create_unless_exists(js: JetStreamContext, settings: LogSettings) -> None:

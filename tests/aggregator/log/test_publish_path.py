@@ -1,11 +1,14 @@
 """Log mode's paths that need no cluster: the open-collection check an ingest replica
-remembers for a second (never a refusal), the acknowledgements it accepts, and what a
-stopping fold worker does with a batch it fetched."""
+remembers for a second (never a refusal), the acknowledgements it accepts, what a
+stopping fold worker does with a batch it fetched, the readiness check (a stream without
+a leader is not ready; a short timeout of its own), and the nats-py it needs."""
 
 from __future__ import annotations
 
 import asyncio
+import tomllib
 from datetime import date
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -13,7 +16,8 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError, FlushTimeoutError
 from nats.js import JetStreamContext
-from nats.js.api import PubAck
+from nats.js.api import ClusterInfo, PubAck
+from packaging.requirements import Requirement
 
 from ldp_aggregator.ingest_log import fold as fold_module
 from ldp_aggregator.ingest_log import publisher as publisher_module
@@ -23,6 +27,8 @@ from ldp_aggregator.ingest_log.publisher import LogPublisher, LogUnavailableErro
 from ldp_aggregator.ingest_log.stream import LogChunk, LogSettings
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_shared.errors import CollectionClosedError
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class FakeCollection:
@@ -143,3 +149,74 @@ def test_a_node_lost_while_acknowledging_does_not_end_the_worker(
         "ldpcollect_fold_reports_total", {"outcome": "written"}
     )
     assert counted == 3
+
+
+class FakeStreamInfo:
+    """What ``stream_info`` answers: ``cluster`` None on a single server."""
+
+    def __init__(self, cluster: ClusterInfo | None) -> None:
+        self.cluster = cluster
+
+
+class FakeManager:
+    """A JetStream API that answers ``stream_info`` with ``info``, recording the timeout
+    of the context it was asked through."""
+
+    def __init__(self, info: FakeStreamInfo, timeouts: list[float], timeout: float) -> None:
+        self.info, self.timeouts, self.timeout = info, timeouts, timeout
+
+    async def stream_info(self, name: str) -> FakeStreamInfo:
+        self.timeouts.append(self.timeout)
+        return self.info
+
+
+class FakeClient:
+    is_connected = True
+
+    def __init__(self, info: FakeStreamInfo, timeouts: list[float]) -> None:
+        self.info, self.timeouts = info, timeouts
+
+    def jsm(self, timeout: float) -> FakeManager:
+        return FakeManager(self.info, self.timeouts, timeout)
+
+
+def connected_publisher(cluster: ClusterInfo | None) -> tuple[LogPublisher, list[float]]:
+    """A publisher whose connection answers ``stream_info`` with ``cluster`` (through its
+    publishing context, with its timeout, or through a context of its own)."""
+    timeouts: list[float] = []
+    info = FakeStreamInfo(cluster)
+    settings = LogSettings(servers=("nats://127.0.0.1:1",))
+    js = FakeManager(info, timeouts, publisher_module.PUBLISH_TIMEOUT)
+    client = FakeClient(info, timeouts)
+    return LogPublisher(settings, cast(Client, client), cast(JetStreamContext, js)), timeouts
+
+
+def test_a_stream_without_a_leader_is_not_ready() -> None:
+    """Two nodes of three killed: the node left answers ``stream_info`` at once, with no
+    leader, while every publish fails. /readyz used to answer 200 then."""
+    leaderless, _ = connected_publisher(ClusterInfo(leader=None, name="c"))
+    with pytest.raises(LogUnavailableError, match="no leader"):
+        asyncio.run(leaderless.check())
+    for ready in (ClusterInfo(leader="n0", name="c"), None):  # led, or a single server
+        publisher, _ = connected_publisher(ready)
+        asyncio.run(publisher.check())
+
+
+def test_the_readiness_check_waits_two_seconds_at_most() -> None:
+    """A probe is answered 503 fast when the log does not answer: the check asks with a
+    timeout of its own, not the publishes' 10 s."""
+    publisher, timeouts = connected_publisher(ClusterInfo(leader="n0", name="c"))
+    asyncio.run(publisher.check())
+    assert timeouts == [publisher_module.READY_TIMEOUT]
+    assert publisher_module.READY_TIMEOUT <= 2.0 < publisher_module.PUBLISH_TIMEOUT
+
+
+def test_the_declared_nats_py_has_what_the_publisher_calls() -> None:
+    """``publish_async`` and ``JetStreamContext._init_async_reply`` came with nats-py
+    2.8.0: the aggregator extra must not allow an older one."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extra = pyproject["project"]["optional-dependencies"]["aggregator"]
+    (nats_py,) = [Requirement(r) for r in extra if Requirement(r).name == "nats-py"]
+    assert "2.7.2" not in nats_py.specifier and "2.8.0" in nats_py.specifier
+    assert hasattr(JetStreamContext, "publish_async")
+    assert hasattr(JetStreamContext, "_init_async_reply")
