@@ -131,7 +131,13 @@ def add_server_commands(
         "--metrics-port",
         type=int,
         default=0,
-        help="serve /metrics on 127.0.0.1 at this port, 1 to 65535 (default: 0, off)",
+        help="serve /metrics at this port, 1 to 65535 (default: 0, off)",
+    )
+    fold.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        help="the address /metrics listens on (default: %(default)s; 0.0.0.0 in a container"
+        " that a scraper reaches from outside)",
     )
     add_shuffler_commands(commands)
 

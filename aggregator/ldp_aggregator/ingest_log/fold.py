@@ -202,6 +202,9 @@ class FoldWorker:
                 max_ack_pending=-1,  # every worker may hold a whole batch
                 max_deliver=-1,  # a batch the database refused comes back until it fits
             )
+            # the consumer as this worker is told (pull_subscribe leaves an existing one's
+            # settings as they were, so a changed --ack-wait would be silently ignored)
+            await js.add_consumer(self.settings.stream, config)
             subscription = await js.pull_subscribe(
                 self.settings.subjects,
                 durable=self.settings.durable,

@@ -45,7 +45,7 @@ def run_fold(args: argparse.Namespace, settings: Settings) -> int:
         upgrade(engine)
     metrics = FoldMetrics()
     if args.metrics_port:
-        metrics.serve(args.metrics_port)  # a port in use is one line (ConfigurationError)
+        metrics.serve(args.metrics_port, args.metrics_host)  # in use: one line
     worker = FoldWorker(log, engine, metrics, batch=args.batch, ack_wait_seconds=args.ack_wait)
     reshuffler = Reshuffler(worker.writer, settings.reshuffle_seconds)
     reshuffler.start()

@@ -157,3 +157,18 @@ def test_fold_metrics_port_is_one_line(
     (line,) = [line for line in err.splitlines() if line.strip()]
     assert line.startswith("ldpcollect: error: cannot serve the fold metrics on 127.0.0.1:")
     assert "in use" in line
+
+
+def test_fold_metrics_listen_where_metrics_host_says(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    single_node: NatsCluster,
+) -> None:
+    """docker-compose's fold workers listen on 0.0.0.0 so that a scraper reaches them;
+    an address that is not this machine's is one line naming it."""
+    monkeypatch.setenv("LDPCOLLECT_LOG_REPLICAS", "1")
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    fold = ["fold", "--log", single_node.url, "--database-url", db, "--metrics-port", "9"]
+    assert cli.main([*fold, "--metrics-host", "203.0.113.7"]) == cli.EXIT_ERROR
+    assert "cannot serve the fold metrics on 203.0.113.7:9" in one_error_line(capsys)

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+import nats
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
@@ -84,6 +85,17 @@ def fold_counts(metrics: FoldMetrics) -> tuple[float | None, float | None]:
         metrics.registry.get_sample_value("ldpcollect_fold_reports_total", {"outcome": outcome})
         for outcome in ("written", "duplicate")
     )
+
+
+async def consumer_ack_wait(settings: Settings) -> float | None:
+    """The fold workers' consumer's ``ack_wait`` as the stream holds it."""
+    log = log_settings_of(settings)
+    client = await nats.connect(servers=list(log.servers))
+    try:
+        info = await client.jetstream().consumer_info(log.stream, log.durable)
+        return info.config.ack_wait
+    finally:
+        await client.close()
 
 
 def wait_stored(engine: Engine, count: int, timeout: float = PATIENCE) -> None:
@@ -217,6 +229,8 @@ def test_a_worker_on_another_database_folds_nothing_and_says_so(
     elsewhere.dispose()
     with folding(settings, engine, ack_wait=30.0):  # no redelivery wait: handed back at once
         wait_stored(engine, len(items))
+        # the consumer the stray worker made (ack_wait 2 s) now has this worker's 30 s
+        assert asyncio.run(consumer_ack_wait(settings)) == 30.0
     ids = {r["id"] for r in items}
     assert assert_stored_and_recounted(engine, "survey", ids) == ids
     engine.dispose()
