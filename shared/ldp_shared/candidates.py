@@ -44,7 +44,8 @@ def query_text(values: Sequence[str | int]) -> str:
                 value.encode("utf-8")
             except UnicodeEncodeError:
                 raise InvalidQueryError(
-                    f"values: {value[:20]!r} is not valid Unicode (a lone surrogate)"
+                    f"values: {value[:20]!r} is not valid Unicode (a lone surrogate, as a"
+                    " command-line argument of bytes that are not UTF-8 becomes)"
                 ) from None
     text = join(values)
     if len(quote(text, safe="")) > MAX_QUERY_CHARACTERS:
