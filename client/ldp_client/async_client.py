@@ -231,7 +231,8 @@ class AsyncLDPClient(
         the raw unbiased estimate is always there. Attributes with ordered values (ordinal
         exponential, histogram) also carry ``ordinal``: CDF, mean rank and median rank.
         ``values``: estimate only these (at most 1,000); an attribute of an open domain
-        (``flh``, ``pem``) is estimated only for the values named. ``window``: only the
+        (``flh``, ``hcms``, ``pem``, ``hadamard`` with ``domain_size``) is estimated only
+        for the values named. ``window``: only the
         reports of the periods ``(from, to)``, both included (every estimate takes it).
         """
         call = estimate_calls.frequencies_call(
