@@ -40,8 +40,9 @@ def test_a_fold_worker_retains_freed_memory_before_touching_the_database(
         raise _StopError
 
     monkeypatch.setattr(worker_cli, "check_sqlite_folder", stop)
-    args = argparse.Namespace(batch=100, ack_wait=30.0)
+    monkeypatch.setattr(worker_cli, "check_log", lambda log: calls.append("log"))
+    args = argparse.Namespace(batch=100, ack_wait=30.0, metrics_port=0, metrics_host="127.0.0.1")
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'f.db'}", log_url="nats://127.0.0.1:1")
     with pytest.raises(_StopError):
         worker_cli.run_fold(args, settings)
-    assert calls == ["retain", "database"]
+    assert calls == ["log", "retain", "database"]  # the log first: fold checks it first
