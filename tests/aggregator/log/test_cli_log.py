@@ -172,3 +172,19 @@ def test_fold_metrics_listen_where_metrics_host_says(
     fold = ["fold", "--log", single_node.url, "--database-url", db, "--metrics-port", "9"]
     assert cli.main([*fold, "--metrics-host", "203.0.113.7"]) == cli.EXIT_ERROR
     assert "cannot serve the fold metrics on 203.0.113.7:9" in one_error_line(capsys)
+
+
+def test_fold_on_an_unmigrated_database_is_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    single_node: NatsCluster,
+) -> None:
+    """With migrations left to ``ldpcollect migrate`` (docker-compose, fleet-local.sh), a
+    worker on a schema older than its code says so instead of failing on a missing table."""
+    monkeypatch.setenv("LDPCOLLECT_LOG_REPLICAS", "1")
+    monkeypatch.setenv("LDPCOLLECT_MIGRATE_ON_STARTUP", "false")
+    db = f"sqlite:///{tmp_path / 'fresh.db'}"
+    assert cli.main(["fold", "--log", single_node.url, "--database-url", db]) == cli.EXIT_ERROR
+    line = one_error_line(capsys)
+    assert "schema is at revision None" in line and "ldpcollect migrate" in line
