@@ -4,9 +4,11 @@ The aggregator's app (``create_app``, a temporary SQLite file) is called directl
 ASGI application, with no server and no socket, for ``POST /v1/collections/{name}/reports``
 carrying one fresh report. It times the real route 16 requests at a time (as wrk's 16
 connections; the event loop's thread apart from the writer's, and the requests per
-transaction), and the writer thread's CPU for a transaction of one report on its own,
-then the no-op route 16 at a time with the full stack, for the same comparison in
-process. Each variant takes one user middleware out of the stack
+transaction), in alternate runs through the device shortcut (the app as served) and
+through the router (the stack without the shortcut), and the writer thread's CPU for a
+transaction of one report on its own, then the no-op route 16 at a time behind the
+router's stack, for the same comparison in process. Each variant takes one user
+middleware out of that stack
 (``app.user_middleware``; Starlette rebuilds the stack), and a last variant answers the
 route with a no-op endpoint behind the full stack, so the route's own work (judging,
 decoding, the group-commit transaction) is seen beside the layers. Variants run in
@@ -39,6 +41,7 @@ from _server import oue16_spec, postgres_database, report_bodies
 from ldp_aggregator.app import create_app
 from ldp_aggregator.collections import create_collection
 from ldp_aggregator.ingest import _prepare
+from ldp_aggregator.routes.device_shortcut import DeviceShortcut
 from ldp_aggregator.settings import Settings
 from ldp_aggregator.storage.migrate import upgrade
 from ldp_aggregator.writer import ReportWriter
@@ -122,25 +125,33 @@ async def measure(requests: int, rounds: int, postgres: str | None) -> dict[str,
         upgrade(state.engine)
         config = create_collection(state.engine, oue16_spec("ingest")).config
         full = list(app.user_middleware)
-        layers = [getattr(m.cls, "__name__", str(m.cls)) for m in full]
+        # the framework's route alone: the stack without the device shortcut, which
+        # answers plain uploads before the router (routes/device_shortcut.py)
+        routed = [m for m in full if m.cls is not DeviceShortcut]
+        layers = [getattr(m.cls, "__name__", str(m.cls)) for m in routed]
         rng = seeded_rng(23)
-        # the real route, whole stack, 16 requests at a time (as wrk's 16 connections)
-        real_bodies = report_bodies(config, requests * (rounds + 1), 1, rng)
+        # the real route, whole stack, 16 requests at a time (as wrk's 16 connections),
+        # alternately through the shortcut and through the router
+        real_bodies = report_bodies(config, requests * (2 * rounds + 1), 1, rng)
         await _cpu_us(app, real_bodies[:requests], 16)  # warm-up: writer thread, caches
         reshuffler = getattr(app.state, "ldp_reshuffler", None)
         writer = None if reshuffler is None else reshuffler.writer
-        real: list[float] = []
-        loop_share: list[float] = []
+        real: dict[str, list[float]] = {"shortcut": [], "router": []}
+        loop_share: dict[str, list[float]] = {"shortcut": [], "router": []}
         per_commit: list[float] = []
-        for r in range(rounds):
-            loop_before = time.thread_time()
-            commits_before = 0 if writer is None else writer.transactions
-            real.append(
-                await _cpu_us(app, real_bodies[(r + 1) * requests : (r + 2) * requests], 16)
-            )
-            loop_share.append((time.thread_time() - loop_before) / requests * 1e6)
-            if writer is not None:
-                per_commit.append(requests / max(writer.transactions - commits_before, 1))
+        chunk = 1
+        for _ in range(rounds):
+            for way, stack_of in (("shortcut", full), ("router", routed)):
+                _with_stack(app, stack_of)
+                bodies = real_bodies[chunk * requests : (chunk + 1) * requests]
+                chunk += 1
+                loop_before = time.thread_time()
+                commits_before = 0 if writer is None else writer.transactions
+                real[way].append(await _cpu_us(app, bodies, 16))
+                loop_share[way].append((time.thread_time() - loop_before) / requests * 1e6)
+                if writer is not None:
+                    per_commit.append(requests / max(writer.transactions - commits_before, 1))
+        _with_stack(app, full)
         if reshuffler is not None:
             reshuffler.stop()
         # one transaction of one report at a time, on a writer of its own: its CPU
@@ -151,15 +162,15 @@ async def measure(requests: int, rounds: int, postgres: str | None) -> dict[str,
     # the layers, around a no-op route with the upload's path and models
     app.add_api_route(TEMPLATE, _noop_endpoint, methods=["POST"])
     app.router.routes.insert(0, app.router.routes.pop())  # matched before the real route
-    variants: dict[str, list[Middleware]] = {"full stack": full}
+    variants: dict[str, list[Middleware]] = {"full stack": routed}
     noop_16: list[float] = []
-    for layer, name in zip(full, layers, strict=True):
-        variants[f"without {name}"] = [m for m in full if m is not layer]
+    for layer, name in zip(routed, layers, strict=True):
+        variants[f"without {name}"] = [m for m in routed if m is not layer]
     variants["no user middleware"] = []
     bodies = report_bodies(config, requests, 1, rng)
     shuffle = random.Random(23)
     samples: dict[str, list[float]] = {name: [] for name in variants}
-    _with_stack(app, full)
+    _with_stack(app, routed)
     await _cpu_us(app, bodies)  # warm-up
     for _ in range(rounds):
         names = list(variants)
@@ -167,15 +178,20 @@ async def measure(requests: int, rounds: int, postgres: str | None) -> dict[str,
         for name in names:
             _with_stack(app, variants[name])
             samples[name].append(await _cpu_us(app, bodies))
-        _with_stack(app, full)
+        _with_stack(app, routed)
         noop_16.append(await _cpu_us(app, bodies, 16))
     base = statistics.median(samples["full stack"])
     out: dict[str, Any] = {"requests_per_variant_round": requests, "rounds": rounds}
     out["database"] = "sqlite" if postgres is None else "postgresql"
     out["layers_outermost_first"] = layers
-    out["real_route_cpu_us_per_request_16_at_a_time"] = _spread(real)
+    out["real_route_cpu_us_per_request_16_at_a_time"] = _spread(real["shortcut"])
     # of which the event loop's thread (the rest: the writer thread, its transactions)
-    out["real_route_event_loop_thread_cpu_us_per_request"] = _spread(loop_share)
+    out["real_route_event_loop_thread_cpu_us_per_request"] = _spread(loop_share["shortcut"])
+    # the same requests through the router (the stack without the device shortcut)
+    out["real_route_via_router_cpu_us_per_request_16_at_a_time"] = _spread(real["router"])
+    out["real_route_via_router_event_loop_thread_cpu_us_per_request"] = _spread(
+        loop_share["router"]
+    )
     out["real_route_requests_per_transaction"] = _spread(per_commit) if per_commit else None
     out["noop_route_full_stack_cpu_us_per_request_16_at_a_time"] = _spread(noop_16)
     # the group-commit transaction of one single report, writer thread CPU µs (with

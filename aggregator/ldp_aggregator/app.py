@@ -27,6 +27,7 @@ from ldp_aggregator.routes import privacy as privacy_routes
 from ldp_aggregator.routes import shuffled as shuffled_routes
 from ldp_aggregator.routes import training as training_routes
 from ldp_aggregator.routes import trends as trend_routes
+from ldp_aggregator.routes.device_shortcut import DeviceShortcut, device_routes
 from ldp_aggregator.settings import Settings
 from ldp_aggregator.storage.collections import CollectionCache
 from ldp_aggregator.storage.engine import make_engine
@@ -134,6 +135,9 @@ def create_app(
     app.include_router(plan_routes.router)
     app.include_router(shuffled_routes.router)
     install_dashboard(app)
+    # the devices' plainly valid requests, answered without the framework's routing and
+    # dependencies (issue 23), inside the request guard below
+    app.add_middleware(DeviceShortcut, routes=device_routes())
     # one layer does metrics, the body limit and the last-resort 500 (issue 23: each
     # pure-ASGI layer costs every request)
     app.add_middleware(

@@ -14,6 +14,7 @@ from tests.aggregator.test_limits import Recorder, run
 from ldp_aggregator.app import create_app
 from ldp_aggregator.metrics import Metrics
 from ldp_aggregator.request_guard import RequestGuardMiddleware
+from ldp_aggregator.routes.device_shortcut import DeviceShortcut
 from ldp_aggregator.settings import Settings
 
 
@@ -97,9 +98,11 @@ def test_a_client_gone_before_its_body_ended_reaches_nothing() -> None:
     assert inner.bodies == [] and sent == []
 
 
-def test_the_app_has_one_user_middleware_and_no_separate_500_layer(settings: Settings) -> None:
+def test_the_app_has_the_guard_around_the_upload_shortcut_and_no_separate_500_layer(
+    settings: Settings,
+) -> None:
     layers = [m.cls for m in create_app(settings).user_middleware]
-    assert layers == [RequestGuardMiddleware]
+    assert layers == [RequestGuardMiddleware, DeviceShortcut]
 
 
 def test_a_limit_must_be_positive() -> None:
