@@ -245,3 +245,36 @@ def test_a_training_device_is_answered_as_without_the_shortcut(
         )
     assert answers[0] == answers[1]
     assert answers[0][0] == 201 and answers[0][2] == 200 and answers[0][4][0] == 409
+
+
+class TeapotError(Exception):
+    """An error an app's own sync handler answers (Starlette runs it in a thread)."""
+
+
+def _teapot(_request: Any, _exc: Exception) -> Any:
+    from starlette.responses import PlainTextResponse
+
+    return PlainTextResponse("short and stout", status_code=418)
+
+
+def test_a_sync_handler_answers_as_without_the_shortcut(
+    pair: tuple[TestClient, TestClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ldp_aggregator.routes import reports
+
+    async def boiling(*_: Any) -> Any:
+        raise TeapotError("boiling")
+
+    monkeypatch.setattr(reports, "ingest_batch_async", boiling)
+    config = _config()
+    body = json.dumps({"reports": report_dicts(config, packed_reports(config, 1))})
+    answers = []
+    for http in pair:
+        http.app.exception_handlers[TeapotError] = _teapot  # type: ignore[attr-defined]
+        http.app.middleware_stack = None  # type: ignore[attr-defined]  # rebuilt with it
+        answers.append(_answer_text(http.post(PATH.format("survey"), content=body, headers=JSON)))
+    assert answers[0] == answers[1] == (418, "short and stout")
+
+
+def _answer_text(response: Any) -> tuple[int, str]:
+    return response.status_code, response.text

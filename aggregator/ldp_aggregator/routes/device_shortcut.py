@@ -34,6 +34,7 @@ holds the answers equal to the app's without the shortcut.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Callable
@@ -42,6 +43,7 @@ from typing import Any
 
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -130,7 +132,7 @@ class DeviceShortcut:
                 return
             try:
                 arguments[device.body_argument] = device.body.model_validate(json.loads(body))
-            except (ValueError, RecursionError):  # the route names what is wrong
+            except Exception:  # the route names what is wrong (FastAPI: any read error)
                 await self.app(scope, replaying(body, receive), send)
                 return
         scope["route"] = device.route  # what the request guard's metrics label it with
@@ -141,7 +143,15 @@ class DeviceShortcut:
             handler = _handler_of(scope["app"].exception_handlers, exc)
             if handler is None:
                 raise  # the request guard's last-resort 500, as for the route
-            answer = await handler(request, exc)
+            # as Starlette's exception layer: a handler may be sync, may answer nothing,
+            # and a handled exception keeps no traceback (one may be raised again)
+            if _is_async(handler):
+                answer = await handler(request, exc)
+            else:
+                answer = await run_in_threadpool(handler, request, exc)
+            exc.__traceback__ = None
+            if answer is None:
+                return
         await answer(scope, receive, send)
 
 
@@ -163,6 +173,12 @@ async def _body(receive: Receive) -> bytes | None:
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             return b"".join(chunks)
+
+
+def _is_async(handler: Any) -> bool:
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+        type(handler).__call__
+    )
 
 
 def _handler_of(handlers: dict[Any, Any], exc: Exception) -> Any:
