@@ -313,7 +313,7 @@ def install_problem_handlers(app: FastAPI) -> None:
     The ``Exception`` handler below is what Starlette's outermost middleware calls, and
     that middleware re-raises after answering, so the server drops the keep-alive
     connection without a ``Connection: close`` and the client's next request on it
-    fails. The app therefore answers such errors earlier, inside its one middleware
+    fails. The app therefore answers such errors earlier, inside its outermost own middleware
     (:class:`~ldp_aggregator.request_guard.RequestGuardMiddleware`, with
     :func:`internal_error`), without re-raising."""
     app.add_exception_handler(LDPError, _on_ldp_error)
