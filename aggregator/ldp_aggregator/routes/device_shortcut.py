@@ -37,6 +37,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -47,7 +48,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ldp_aggregator.limits import replaying
+from ldp_aggregator.limits import read_limited_body, replaying
 from ldp_aggregator.media_types import is_json_media_type
 from ldp_aggregator.routes import reports, training
 from ldp_shared.wire.reports import ReportBatch
@@ -127,8 +128,9 @@ class DeviceShortcut:
         device, params = taken
         arguments: dict[str, Any] = dict(params)
         if device.body is not None:
-            body = await _body(receive)
-            if body is None:  # the client left before sending its body: nothing to answer
+            # the request guard has read and limited it already: here one replayed message
+            body = await read_limited_body(scope, receive, sys.maxsize)
+            if not isinstance(body, bytes):  # the client left before sending it all
                 return
             try:
                 arguments[device.body_argument] = device.body.model_validate(json.loads(body))
@@ -160,19 +162,6 @@ def _content_type(scope: Scope) -> str | None:
         if name == b"content-type":
             return str(value.decode("latin-1"))
     return None
-
-
-async def _body(receive: Receive) -> bytes | None:
-    """The whole body (the request guard has read it already: one message), or ``None``
-    when the client disconnected first."""
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return None
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 def _is_async(handler: Any) -> bool:
