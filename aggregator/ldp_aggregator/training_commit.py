@@ -43,6 +43,7 @@ from typing import Any, Literal, TypeVar
 
 from sqlalchemy import Connection, Engine
 
+from ldp_aggregator.storage.engine import KeptConnection
 from ldp_shared.errors import LDPError
 
 __all__ = ["IDLE_SECONDS", "ISSUE", "MAX_GROUP", "REPORT", "Kind", "TrainingCommitter"]
@@ -81,6 +82,7 @@ class TrainingCommitter:
 
     def __init__(self, engine: Engine, *, max_group: int = MAX_GROUP) -> None:
         self.engine = engine
+        self._kept = KeptConnection(engine)  # the thread's own, between its transactions
         self._max_group = max_group
         self._queue: queue.SimpleQueue[_Work] = queue.SimpleQueue()
         self._lock = threading.Lock()
@@ -122,6 +124,7 @@ class TrainingCommitter:
                 with self._lock:
                     if self._queue.empty():  # a request put after the timeout is served
                         self._thread = None
+                        self._kept.close()
                         return
                 continue
             group = [first]
@@ -137,7 +140,7 @@ class TrainingCommitter:
 
     def _commit(self, group: list[_Work]) -> None:
         try:
-            with self.engine.begin() as connection:
+            with self._kept.transaction() as connection:
                 for work in group:
                     work.outcome = _attempt(work, connection)
         except Exception as error:

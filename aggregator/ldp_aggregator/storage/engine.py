@@ -151,22 +151,31 @@ def ping(engine: Engine) -> None:
 
 
 class KeptConnection:
-    """The transactions of one writer on a connection kept open between them.
+    """The transactions of one thread that commits all the time, on a connection kept open
+    between them.
 
     The pool checks every connection it hands out with a ``SELECT 1`` (``pool_pre_ping``),
     one more round trip per transaction to a database server: about a seventh of a
-    single report's transaction on PostgreSQL (issue 23, docs/benchmarks.md). A writer
-    that commits all the time keeps its connection instead. When the server drops it,
-    the transaction that finds out fails with an error that SQLAlchemy marks
+    single report's transaction on PostgreSQL (issue 23, docs/benchmarks.md). And a
+    checkout and check-in cost about 25 µs of CPU a transaction even on an SQLite file
+    (the check-in rolls the connection back), more than a short transaction's own
+    statements. A writer keeps its connection instead. When the server drops it, the
+    transaction that finds out fails with an error that SQLAlchemy marks
     ``connection_invalidated``, and the next :meth:`transaction` opens a new one: the
-    caller writes again (:class:`~ldp_aggregator.writer.ReportWriter` does, once). SQLite files are
-    not pinged and gain nothing: they use the pool as before.
+    caller writes again (:class:`~ldp_aggregator.writer.ReportWriter` does, once). An
+    in-memory SQLite database, one connection shared by every thread, is used through
+    the pool as before. Between transactions a kept connection holds no lock and no
+    snapshot (an SQLite connection outside a transaction does not hold back a checkpoint
+    of the write-ahead log). ``engine.dispose()`` replaces a kept connection too, at its
+    next transaction, as it replaces the pool's.
     """
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.kept = engine.dialect.name != "sqlite"
+        in_memory = engine.url.database in (None, "", ":memory:")
+        self.kept = engine.dialect.name != "sqlite" or not in_memory
         self._connection: Connection | None = None
+        self._pool = engine.pool  # the pool it came from (dispose() makes a new one)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Connection]:
@@ -175,8 +184,13 @@ class KeptConnection:
             with self.engine.begin() as connection:
                 yield connection
             return
-        if self._connection is None or self._connection.invalidated:
+        if (
+            self._connection is None
+            or self._connection.invalidated
+            or self.engine.pool is not self._pool
+        ):
             self.close()
+            self._pool = self.engine.pool
             self._connection = self.engine.connect()
         connection = self._connection
         with connection.begin():

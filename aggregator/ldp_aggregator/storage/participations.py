@@ -10,13 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from sqlalchemy import (
     ClauseElement,
-    ColumnElement,
     Connection,
-    CursorResult,
     Dialect,
     and_,
     bindparam,
@@ -27,7 +24,7 @@ from sqlalchemy import (
     update,
 )
 
-from ldp_aggregator.storage.driver import DriverStatement, compile_for
+from ldp_aggregator.storage.driver import DriverResult, DriverStatement, compile_for
 from ldp_aggregator.storage.training import training_tokens
 
 SPARE = 2
@@ -60,6 +57,18 @@ def _statements() -> dict[str, ClauseElement]:
         "pending": select(t.role, func.count().label("n"))
         .where(*held, t.held_until >= bindparam("now"))
         .group_by(t.role),
+        "first-held": select(func.min(t.held_until).label("first")).where(
+            *held, t.held_until >= bindparam("now")
+        ),
+        # a place of the open round lapsed unanswered, or one of the round before left
+        "lapsed": select(t.round)
+        .where(
+            t.job_id == bindparam("job"),
+            t.used == 0,
+            and_(t.round == bindparam("rnd"), t.held_until < bindparam("now"))
+            | (t.round == bindparam("rnd") - 1),
+        )
+        .limit(1),
         # used once: the guarded update flips an unused token (a place or a spare)
         "use": update(training_tokens)
         .where(key, t.used != 1)
@@ -74,7 +83,7 @@ def _compiled(dialect: Dialect) -> dict[str, DriverStatement]:
     return {name: compile_for(query, dialect) for name, query in _statements().items()}
 
 
-def _run(connection: Connection, name: str, values: dict[str, object]) -> CursorResult[Any]:
+def _run(connection: Connection, name: str, values: dict[str, object]) -> DriverResult:
     return _compiled(connection.dialect)[name].run(connection, values)
 
 
@@ -102,23 +111,8 @@ def places_lapsed(connection: Connection, job_id: str, round_: int, now: int) ->
     """Whether a place of the open round ``round_`` has lapsed unanswered by second
     ``now``, or the previous round closed with a place never answered: a holder that
     does not report, which honest devices rarely are."""
-    t = training_tokens.c
-    lapsed_now = and_(t.round == round_, t.held_until < now)
-    left_before = t.round == round_ - 1
-    found = connection.execute(
-        select(t.round).where(t.job_id == job_id, t.used == 0, lapsed_now | left_before).limit(1)
-    ).first()
-    return found is not None
-
-
-def _held(job_id: str, round_: int, now: int) -> list[ColumnElement[bool]]:
-    """Unused tokens of ``round_`` whose place is still held at second ``now``."""
-    return [
-        training_tokens.c.job_id == job_id,
-        training_tokens.c.round == round_,
-        training_tokens.c.used == 0,
-        training_tokens.c.held_until >= now,
-    ]
+    values = {"job": job_id, "rnd": round_, "now": now}
+    return _run(connection, "lapsed", values).first() is not None
 
 
 def pending_tokens(connection: Connection, job_id: str, round_: int, now: int) -> dict[str, int]:
@@ -130,10 +124,8 @@ def pending_tokens(connection: Connection, job_id: str, round_: int, now: int) -
 def first_held_until(connection: Connection, job_id: str, round_: int, now: int) -> int | None:
     """The stored end of the first place of ``round_`` to be freed after second ``now``;
     ``None`` when no place is held."""
-    first = connection.execute(
-        select(func.min(training_tokens.c.held_until)).where(*_held(job_id, round_, now))
-    ).scalar_one()
-    return None if first is None else int(first)
+    row = _run(connection, "first-held", {"job": job_id, "rnd": round_, "now": now}).first()
+    return None if row is None or row.first is None else int(row.first)
 
 
 @dataclass(frozen=True)

@@ -62,8 +62,7 @@ def existing_ids(connection: Connection, collection_id: int, ids: Sequence[str])
         statement = _existing_statement(dialect, len(chunk))
         values: dict[str, Any] = {f"id{k}": report_id for k, report_id in enumerate(chunk)}
         values["cid"] = collection_id
-        result = connection.exec_driver_sql(statement.sql, statement.params(values))
-        found.update(str(row[0]) for row in result)
+        found.update(str(row[0]) for row in statement.run(connection, values))
     return found
 
 
@@ -94,7 +93,7 @@ def insert_reports(
     else:
         params = [dict(zip(statement.names, row, strict=True)) for row in in_order]
     # both drivers sum the rows inserted over the executemany (skipped ones count 0)
-    return int(connection.exec_driver_sql(statement.sql, params).rowcount)
+    return statement.run_many(connection, params)
 
 
 @lru_cache(maxsize=8)

@@ -40,15 +40,14 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 from sqlalchemy import (
     BigInteger,
+    BindParameter,
     ClauseElement,
     Column,
     Connection,
-    CursorResult,
     Dialect,
     ForeignKey,
     Index,
@@ -65,7 +64,7 @@ from sqlalchemy import (
     update,
 )
 
-from ldp_aggregator.storage.driver import DriverStatement, compile_for
+from ldp_aggregator.storage.driver import DriverResult, DriverStatement, compile_for
 from ldp_aggregator.storage.tables import metadata
 from ldp_shared.kernel import FloatArray
 
@@ -213,7 +212,45 @@ def _find_token_statement() -> ClauseElement:
     )
 
 
+def _round_closing_statements() -> dict[str, Callable[[], ClauseElement]]:
+    """What the report that fills a round runs once more (:func:`read_round` to
+    :func:`advance_round`): a round of 20 devices closes every 20 reports."""
+    t, r, k = training_rounds.c, training_reports.c, training_tokens.c
+    job: BindParameter[str] = bindparam("job")
+    return {
+        "read-round": lambda: select(
+            t.round, t.gradient_received, t.loss_received, t.weights, t.weight_sum
+        ).where(t.job_id == job),
+        "round-reports": lambda: select(r.role, r.payload).where(
+            r.job_id == job, r.round == bindparam("rnd")
+        ),
+        "append-curve": lambda: insert(training_curve).values(
+            job_id=job, round=bindparam("rnd"), log_json=bindparam("log")
+        ),
+        "advance": lambda: (
+            update(training_rounds)
+            .where(t.job_id == job, t.round == bindparam("rnd"))
+            .values(
+                round=bindparam("rnd") + 1,
+                gradient_received=0,
+                loss_received=0,
+                weights=bindparam("weights"),
+                weight_sum=bindparam("weight_sum"),
+            )
+        ),
+        "drop-reports": lambda: delete(training_reports).where(
+            r.job_id == job, r.round == bindparam("rnd")
+        ),
+        "untime-tokens": lambda: (
+            update(training_tokens)
+            .where(k.job_id == job, k.round == bindparam("rnd"))
+            .values(held_until=None)
+        ),
+    }
+
+
 _STATEMENTS: dict[str, Callable[[], ClauseElement]] = {
+    **_round_closing_statements(),
     "lock": _lock_statement,
     "claim-gradient": lambda: _claim_statement("gradient"),
     "claim-loss": lambda: _claim_statement("loss"),
@@ -228,9 +265,7 @@ def _compiled(dialect: Dialect, name: str) -> DriverStatement:
     return compile_for(_STATEMENTS[name](), dialect)
 
 
-def run_statement(
-    connection: Connection, name: str, values: dict[str, object]
-) -> CursorResult[Any]:
+def run_statement(connection: Connection, name: str, values: dict[str, object]) -> DriverResult:
     """Run the hot statement ``name`` (of this module's or a caller's registry)."""
     return _compiled(connection.dialect, name).run(connection, values)
 
@@ -258,12 +293,7 @@ def read_counts(connection: Connection, job_id: str) -> RoundCounts | None:
 
 def read_round(connection: Connection, job_id: str) -> RoundRow | None:
     """The job's open round with its weights, or ``None`` for a job that has none."""
-    t = training_rounds.c
-    row = connection.execute(
-        select(t.round, t.gradient_received, t.loss_received, t.weights, t.weight_sum).where(
-            t.job_id == job_id
-        )
-    ).one_or_none()
+    row = run_statement(connection, "read-round", {"job": job_id}).one_or_none()
     if row is None:
         return None
     return RoundRow(
@@ -277,9 +307,7 @@ def read_round(connection: Connection, job_id: str) -> RoundRow | None:
 
 def append_curve(connection: Connection, job_id: str, round_: int, log_json: str) -> None:
     """Keep the log of the closed round ``round_``."""
-    connection.execute(
-        insert(training_curve).values(job_id=job_id, round=round_, log_json=log_json)
-    )
+    run_statement(connection, "append-curve", {"job": job_id, "rnd": round_, "log": log_json})
 
 
 def read_curve(connection: Connection, job_id: str) -> list[str]:
@@ -331,29 +359,13 @@ def advance_round(
     weight_sum: FloatArray,
 ) -> None:
     """Open round ``closed + 1`` at ``weights`` and drop round ``closed``'s reports."""
-    connection.execute(
-        update(training_rounds)
-        .where(training_rounds.c.job_id == job_id, training_rounds.c.round == closed)
-        .values(
-            round=closed + 1,
-            gradient_received=0,
-            loss_received=0,
-            weights=to_blob(weights),
-            weight_sum=to_blob(weight_sum),
-        )
-    )
-    connection.execute(
-        delete(training_reports).where(
-            training_reports.c.job_id == job_id, training_reports.c.round == closed
-        )
-    )
+    key = {"job": job_id, "rnd": closed}
+    blobs = {"weights": to_blob(weights), "weight_sum": to_blob(weight_sum)}
+    run_statement(connection, "advance", {**key, **blobs})
+    run_statement(connection, "drop-reports", key)
     # every token of the closed round: no time left, and (PostgreSQL) this transaction's
     # xmin on all of them instead of those of the reports' transactions
-    connection.execute(
-        update(training_tokens)
-        .where(training_tokens.c.job_id == job_id, training_tokens.c.round == closed)
-        .values(held_until=None)
-    )
+    run_statement(connection, "untime-tokens", key)
 
 
 def insert_report(
@@ -372,11 +384,7 @@ def insert_report(
 
 def round_reports(connection: Connection, job_id: str, round_: int) -> dict[str, list[bytes]]:
     """The round's stored reports per role (in the order of their random ids)."""
-    rows = connection.execute(
-        select(training_reports.c.role, training_reports.c.payload).where(
-            training_reports.c.job_id == job_id, training_reports.c.round == round_
-        )
-    ).all()
+    rows = run_statement(connection, "round-reports", {"job": job_id, "rnd": round_})
     out: dict[str, list[bytes]] = {"gradient": [], "loss": []}
     for role, payload in rows:
         out[str(role)].append(bytes(payload))
