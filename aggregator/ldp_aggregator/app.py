@@ -102,6 +102,9 @@ def create_app(
             log = getattr(_app.state, "ldp_log", None)
             if log is not None:
                 await log.close()
+            committer = getattr(_app.state, "training_committer", None)
+            if committer is not None:  # its thread's kept connection, before the engine's
+                await to_thread.run_sync(committer.close)
             engine.dispose()
 
     app = FastAPI(

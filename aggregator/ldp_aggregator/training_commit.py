@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 
 from ldp_aggregator.storage.engine import KeptConnection
 from ldp_shared.errors import LDPError
@@ -84,7 +85,7 @@ class TrainingCommitter:
         self.engine = engine
         self._kept = KeptConnection(engine)  # the thread's own, between its transactions
         self._max_group = max_group
-        self._queue: queue.SimpleQueue[_Work] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()  # None: stop
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.groups = 0
@@ -116,11 +117,23 @@ class TrainingCommitter:
                 )
                 self._thread.start()
 
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the thread once it has run what is queued, and give its connection back
+        (the app's shutdown: a connection kept open would outlive the engine)."""
+        with self._lock:
+            thread = self._thread
+            if thread is None or not thread.is_alive():
+                return
+            self._queue.put(None)
+        thread.join(timeout)
+
     def _serve(self) -> None:
         while True:
             try:
                 first = self._queue.get(timeout=IDLE_SECONDS)
             except queue.Empty:
+                first = None
+            if first is None:  # idle, or told to stop
                 with self._lock:
                     if self._queue.empty():  # a request put after the timeout is served
                         self._thread = None
@@ -130,20 +143,30 @@ class TrainingCommitter:
             group = [first]
             while len(group) < self._max_group:
                 try:
-                    group.append(self._queue.get_nowait())
+                    more = self._queue.get_nowait()
                 except queue.Empty:
                     break
+                if more is None:  # told to stop: after this group
+                    self._queue.put(None)
+                    break
+                group.append(more)
             for kind in (ISSUE, REPORT):
                 same = sorted((w for w in group if w.kind == kind), key=lambda w: w.job_id)
                 if same:
                     self._commit(same)
 
-    def _commit(self, group: list[_Work]) -> None:
+    def _commit(self, group: list[_Work], *, reconnected: bool = False) -> None:
         try:
             with self._kept.transaction() as connection:
                 for work in group:
                     work.outcome = _attempt(work, connection)
         except Exception as error:
+            if isinstance(error, DBAPIError) and error.connection_invalidated and not reconnected:
+                # the server dropped the kept connection (a restart, an idle timeout; the
+                # pool would have pinged it): the group once more on a new one, as the
+                # report writer does
+                self._commit(group, reconnected=True)
+                return
             if len(group) > 1:  # one request's failure: each again on its own
                 for work in group:
                     self._commit([work])

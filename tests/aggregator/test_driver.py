@@ -8,10 +8,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, bindparam, select, text
+from sqlalchemy import (
+    Column,
+    Engine,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    bindparam,
+    func,
+    select,
+    text,
+)
 from sqlalchemy import insert as sql_insert
 from sqlalchemy import update as sql_update
-from sqlalchemy.exc import DBAPIError, IntegrityError, MultipleResultsFound
+from sqlalchemy.exc import DBAPIError, IntegrityError, MultipleResultsFound, OperationalError
 from tests.engines import POSTGRES_URL, drop_schema, new_postgres_schema
 
 from ldp_aggregator.storage.driver import DriverStatement, compile_for
@@ -122,6 +133,21 @@ def test_a_driver_error_is_sqlalchemys_wrapped_error_without_its_parameters(engi
     assert "secret-value" not in str(raised.value)
     with engine.connect() as connection:  # the failed executemany left nothing
         assert run["by-id"].run(connection, {"id": 7}).first() is None
+
+
+def test_an_error_while_the_rows_are_fetched_is_wrapped_too(tmp_path: Path) -> None:
+    """SQLite computes the rows after the first as they are fetched: an error there (an
+    integer overflow on the second row here; an I/O error in life) is SQLAlchemy's
+    wrapped error as one of the execution is, so the API answers it as a database error."""
+    engine = next(_engine(f"sqlite:///{tmp_path / 'fetch.db'}"))
+    with engine.begin() as connection:
+        connection.execute(sql_update(things).where(things.c.id == 2).values(n=-(2**63)))
+    overflowing = compile_for(
+        select(func.abs(things.c.n).label("a")).order_by(things.c.id), engine.dialect
+    )
+    with pytest.raises(OperationalError), engine.connect() as connection:
+        overflowing.run(connection, {})
+    engine.dispose()
 
 
 def test_a_lost_server_connection_is_invalidated_by_the_statement_that_finds_out(

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import Connection, Engine, text
+from tests.engines import POSTGRES_URL, drop_schema, new_postgres_schema
 
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.training_commit import ISSUE, REPORT, Kind, TrainingCommitter
@@ -133,3 +134,53 @@ def test_places_and_reports_never_share_a_transaction(engine: Engine) -> None:
     assert seen["place1"] is seen["place2"] and seen["report1"] is seen["report2"]
     assert seen["place1"] is not seen["report1"]
     assert committer.groups == 3  # the first, then one of each kind
+
+
+def test_close_stops_the_thread_and_gives_its_connection_back(engine: Engine) -> None:
+    committer = TrainingCommitter(engine)
+    assert asyncio.run(committer.run(REPORT, "j", insert("a"))) == "a"
+    thread = committer._thread
+    assert thread is not None and thread.is_alive() and committer._kept._connection is not None
+    committer.close()
+    assert not thread.is_alive() and committer._kept._connection is None
+    # a request after it starts the thread again
+    assert asyncio.run(committer.run(REPORT, "j", insert("b"))) == "b"
+    committer.close()
+    assert stored(engine) == ["a", "b"]
+
+
+@pytest.fixture
+def postgres_engine() -> Iterator[Engine]:
+    if not POSTGRES_URL:
+        pytest.skip("no PostgreSQL server answers (CI=true makes this an error)")
+    url = new_postgres_schema()
+    engine = make_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE t (x TEXT)"))
+    yield engine
+    engine.dispose()
+    drop_schema(url)
+
+
+def test_a_request_alone_survives_the_server_dropping_the_kept_connection(
+    postgres_engine: Engine,
+) -> None:
+    """The thread keeps its connection between transactions (no pool ping): when the
+    server dropped it, the one request of the next group is run again on a new one."""
+    engine = postgres_engine
+    committer = TrainingCommitter(engine)
+
+    def backend_pid(connection: Connection) -> int:
+        return int(connection.execute(text("SELECT pg_backend_pid()")).scalar_one())
+
+    async def scenario() -> list[Any]:
+        pid = await committer.run(REPORT, "j", backend_pid)
+        with engine.connect() as admin:
+            admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        return [await committer.run(REPORT, "j", insert("after")), committer.groups]
+
+    try:
+        assert asyncio.run(scenario()) == ["after", 2]
+    finally:
+        committer.close()
+    assert stored(engine) == ["after"]

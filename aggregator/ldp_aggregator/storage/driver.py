@@ -11,15 +11,17 @@ dialect and paramstyle, for the engine in use (SQLite, PostgreSQL), and then exe
 on the connection's own DB-API cursor, in the transaction the caller's ``Connection``
 holds.
 
-What SQLAlchemy's execution would add is kept: the statement goes through the
-connection's cursor-execute step (its events, and its error handling: a driver error is
-raised as SQLAlchemy's wrapped ``DBAPIError``, with the engine's ``hide_parameters``, and
-a lost server connection invalidates the ``Connection``, as any statement's would). The
-rows come back as named tuples, fetched at once.
+What SQLAlchemy's execution would add is kept: a statement goes through the
+connection's cursor-execute step (its cursor events; an ``executemany`` fires none), and
+a driver error, in the execution or while the rows are fetched, is handled by SQLAlchemy:
+raised as its wrapped ``DBAPIError``, with the engine's ``hide_parameters``, and a lost
+server connection invalidates the ``Connection``, as any statement's would. The rows
+come back as named tuples, fetched at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -92,33 +94,44 @@ class DriverStatement:
         """Execute with ``values`` (by parameter name, already in the driver's types) in
         ``connection``'s transaction (begun here if it has none, as SQLAlchemy's
         autobegin would)."""
-        if not connection.in_transaction():
-            connection.begin()
-        cursor = connection.connection.cursor()
-        try:
+        params = self.params(values)
+        with _driver_errors(connection, self.sql, params) as cursor:
             # SQLAlchemy's own step for a statement on a given cursor: events, wrapped
             # errors, invalidation of a lost connection (see the module docstring)
-            connection._cursor_execute(cursor, self.sql, self.params(values))
+            connection._cursor_execute(cursor, self.sql, params)
             description = cursor.description
+            # the driver may compute rows after the first as they are fetched: an error
+            # then is a driver error like one of the execution (the context's handler)
             fetched = [] if description is None else cursor.fetchall()
             rows = list(map(_row_maker(description), fetched)) if fetched else []
             return DriverResult(rows, cursor.rowcount)
-        finally:
-            cursor.close()
 
     def run_many(self, connection: Connection, rows: list[Any]) -> int:
         """Execute once per item of ``rows`` (each the driver's parameters, as
-        :meth:`params` makes them) in one ``executemany``; the rows it changed, summed."""
-        if not connection.in_transaction():
-            connection.begin()
-        cursor = connection.connection.cursor()
-        try:
-            try:
-                cursor.executemany(self.sql, rows)
-            except BaseException as error:  # wrapped and handled as by run()
-                connection._handle_dbapi_exception(error, self.sql, rows, cursor, None)
+        :meth:`params` makes them) in one ``executemany``; the rows it changed, summed.
+        Errors are wrapped and handled as :meth:`run`'s; no cursor events are fired (the
+        project listens to none)."""
+        with _driver_errors(connection, self.sql, rows) as cursor:
+            cursor.executemany(self.sql, rows)
             return int(cursor.rowcount)
-        finally:
+
+
+@contextlib.contextmanager
+def _driver_errors(connection: Connection, sql: str, params: Any) -> Iterator[Any]:
+    """A cursor of ``connection``'s driver connection, in its transaction (begun if it
+    has none), closed at the end; a driver error raised in the block that SQLAlchemy has
+    not handled yet is handed to it: wrapped (``DBAPIError``, without the parameters
+    when the engine hides them), and a lost connection invalidated."""
+    if not connection.in_transaction():
+        connection.begin()
+    cursor = None
+    try:
+        cursor = connection.connection.cursor()
+        yield cursor
+    except connection.dialect.loaded_dbapi.Error as error:
+        connection._handle_dbapi_exception(error, sql, params, cursor, None)
+    finally:
+        if cursor is not None:
             cursor.close()
 
 
