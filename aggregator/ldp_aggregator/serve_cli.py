@@ -200,9 +200,11 @@ def serve(args: argparse.Namespace) -> int:
     try:
         check_listen_address(args.host, args.port)  # before the database is created
         ping(engine)  # a bad URL or an unreachable database is one line, not a traceback
-        if settings.workers > 1 and settings.migrate_on_startup:
-            from ldp_aggregator.storage.migrate import upgrade
+        from ldp_aggregator.storage.migrate import check_schema, upgrade
 
+        if not settings.migrate_on_startup:  # left to `ldpcollect migrate`: one line if not run
+            check_schema(engine, "this server")
+        elif settings.workers > 1:
             upgrade(engine)  # once, here: the workers must not race to migrate
     finally:
         engine.dispose()

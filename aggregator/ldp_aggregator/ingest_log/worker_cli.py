@@ -7,8 +7,6 @@ import asyncio
 import signal
 import sys
 
-from sqlalchemy import Engine
-
 from ldp_aggregator.heap import retain_freed_memory
 from ldp_aggregator.ingest_log.fold import FoldWorker
 from ldp_aggregator.ingest_log.fold_metrics import FoldMetrics
@@ -16,7 +14,7 @@ from ldp_aggregator.ingest_log.stream import check_log, log_settings_of
 from ldp_aggregator.reshuffler import Reshuffler
 from ldp_aggregator.settings import Settings
 from ldp_aggregator.storage.engine import check_sqlite_folder, make_engine, ping
-from ldp_aggregator.storage.migrate import current_revision, head_revision, upgrade
+from ldp_aggregator.storage.migrate import check_schema, upgrade
 from ldp_shared.errors import ConfigurationError
 
 MAX_BATCH = 100_000
@@ -46,7 +44,7 @@ def run_fold(args: argparse.Namespace, settings: Settings) -> int:
     if settings.migrate_on_startup:
         upgrade(engine)
     else:  # a worker reads the database's identity (migration 0013) before folding
-        check_schema(engine)
+        check_schema(engine, "this fold worker")
     metrics = FoldMetrics()
     if args.metrics_port:
         metrics.serve(args.metrics_port, args.metrics_host)  # in use: one line
@@ -61,16 +59,6 @@ def run_fold(args: argparse.Namespace, settings: Settings) -> int:
         reshuffler.stop()  # closes the writer, then one last rewrite
         engine.dispose()
     return 0
-
-
-def check_schema(engine: Engine) -> None:
-    """:class:`ConfigurationError` (one line) unless the database's schema is this code's."""
-    current, head = current_revision(engine), head_revision()
-    if current != head:
-        raise ConfigurationError(
-            f"the database's schema is at revision {current}, this fold worker needs {head}:"
-            " run `ldpcollect migrate` first (or leave LDPCOLLECT_MIGRATE_ON_STARTUP on)"
-        )
 
 
 async def _until_signalled(worker: FoldWorker) -> None:

@@ -14,6 +14,7 @@ from ldp_aggregator.auth import require_metrics_reader
 from ldp_aggregator.deps import app_state
 from ldp_aggregator.problems import logger, problem_responses
 from ldp_aggregator.storage.engine import ping
+from ldp_aggregator.storage.migrate import schema_of
 from ldp_shared.errors import TransportError
 
 router = APIRouter(tags=["operations"])
@@ -35,11 +36,18 @@ def healthz() -> HealthStatus:
 
 @router.get("/readyz", response_model=ReadyStatus, responses=problem_responses(503))
 async def readyz(request: Request) -> ReadyStatus:
-    """Readiness: the database answers ``SELECT 1``; in log mode, the log is connected
-    and its stream answers too (docs/log-mode.md)."""
+    """Readiness: the database answers ``SELECT 1`` and its schema is not older than
+    this code's (migrations left to ``ldpcollect migrate`` may not have run yet); in log
+    mode, the log is connected and its stream answers too (docs/log-mode.md)."""
     state = app_state(request)
     try:
         await to_thread.run_sync(ping, state.engine)
+        # read until found current (or newer): a schema is not migrated backwards
+        if not getattr(request.app.state, "ldp_schema_ready", False):
+            schema = await to_thread.run_sync(schema_of, state.engine)
+            if schema.behind:
+                raise TransportError(schema.problem("this server") or "")
+            request.app.state.ldp_schema_ready = True
     except SQLAlchemyError as exc:
         state.metrics.count_database_error(exc)
         logger.warning("readiness check failed: %s", type(exc).__name__)

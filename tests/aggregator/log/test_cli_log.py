@@ -187,4 +187,4 @@ def test_fold_on_an_unmigrated_database_is_one_line(
     db = f"sqlite:///{tmp_path / 'fresh.db'}"
     assert cli.main(["fold", "--log", single_node.url, "--database-url", db]) == cli.EXIT_ERROR
     line = one_error_line(capsys)
-    assert "schema is at revision None" in line and "ldpcollect migrate" in line
+    assert "schema is at revision none" in line and "ldpcollect migrate" in line
