@@ -19,14 +19,15 @@ import json
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from ldp_shared.errors import ConfigurationError
+from ldp_shared.errors import ConfigurationError, InvalidReportError
 from ldp_shared.sealing import SealingKey, from_text, to_text
 
-__all__ = ["DEFAULT_GRACE_DAYS", "Keyring", "KeyringFile", "rotate"]
+__all__ = ["DEFAULT_GRACE_DAYS", "Keyring", "KeyringFile", "read_keyring", "rotate"]
 
 DEFAULT_GRACE_DAYS = 7
 
@@ -87,6 +88,30 @@ def _parse(text: str) -> Keyring:
     return Keyring(tuple(entries))
 
 
+def read_keyring(path: Path) -> Keyring:
+    """The keyring in the file at ``path``, never created here: a
+    :class:`~ldp_shared.errors.ConfigurationError` (one line naming the file) when it is
+    missing, cannot be read, or is not a keyring."""
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        raise ConfigurationError(
+            f"no sealing keyring at {path}: `ldpcollect sealing-keys rotate` creates one (and"
+            " the aggregator does when a shuffled collection first needs a key)"
+        ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigurationError(f"the sealing keyring {path} cannot be read: {error}") from None
+    try:
+        return _parse(text)
+    except ConfigurationError as error:
+        raise ConfigurationError(f"the sealing keyring {path}: {error.detail}") from None
+    except (ValueError, KeyError, TypeError, AttributeError, InvalidReportError) as error:
+        raise ConfigurationError(
+            f"the sealing keyring {path} is not a keyring file ({type(error).__name__}:"
+            f" {error}); restore it from a backup, or rotate to start a new one"
+        ) from None
+
+
 def _write(path: Path, keyring: Keyring, *, create_only: bool = False) -> bool:
     """Atomically replace the file (written 0600, fsynced, renamed); with ``create_only``,
     put it in place only if no file is there yet (a hard link, which fails when the name
@@ -123,15 +148,25 @@ def rotate(path: Path, grace_days: int = DEFAULT_GRACE_DAYS, today: date | None 
     keys retire after ``grace_days``, and keys retired before today are dropped. Returns
     the new key's id."""
     day = _today() if today is None else today
-    old = _parse(path.read_text("utf-8")).entries if path.exists() else ()
+    old = read_keyring(path).entries if path.exists() else ()
     kept = [
         _Entry(e.key, e.created, e.retire_after or day + timedelta(days=grace_days))
         for e in old
         if e.active(day)
     ]
     fresh = _Entry(SealingKey.generate(), day, None)
-    _write(path, Keyring((*kept, fresh)))
+    _writing(path, lambda: _write(path, Keyring((*kept, fresh))))
     return fresh.key.key_id
+
+
+def _writing(path: Path, write: Callable[[], object]) -> None:
+    """``write()``, a failure to write the file being one line naming it."""
+    try:
+        write()
+    except OSError as error:
+        raise ConfigurationError(
+            f"the sealing keyring {path} cannot be written: {error.strerror or error}"
+        ) from None
 
 
 class KeyringFile:
@@ -145,12 +180,18 @@ class KeyringFile:
         self._keyring: Keyring | None = None
 
     def load(self) -> Keyring:
+        """The keyring, created with one key if the file is missing;
+        :class:`~ldp_shared.errors.ConfigurationError` (one line) when it cannot be made
+        or read."""
         with self._lock:
-            if not self.path.exists():
-                create(self.path)  # several workers may get here at once: one key wins
-            status = self.path.stat()
-            seen = (status.st_ino, status.st_mtime_ns, status.st_size)
-            if self._keyring is None or seen != self._seen:
-                self._keyring = _parse(self.path.read_text("utf-8"))
+            if not self.path.exists():  # several workers may get here at once: one key wins
+                _writing(self.path, lambda: create(self.path))
+            try:
+                status = self.path.stat()
+            except OSError:  # gone since: read_keyring names why
+                status = None
+            seen = None if status is None else (status.st_ino, status.st_mtime_ns, status.st_size)
+            if self._keyring is None or seen is None or seen != self._seen:
+                self._keyring = read_keyring(self.path)
                 self._seen = seen
             return self._keyring

@@ -29,14 +29,27 @@ from pydantic_core import to_json
 from ldp_aggregator.auth import require_shuffler
 from ldp_aggregator.deps import AppState, app_state
 from ldp_aggregator.ingest import BatchOutcomes, ingest_batch_async
-from ldp_aggregator.problems import problem_responses
+from ldp_aggregator.problems import logger, problem_responses
 from ldp_aggregator.routes.reports import writer_of
-from ldp_aggregator.sealing_keys import KeyringFile
+from ldp_aggregator.sealing_keys import Keyring, KeyringFile
 from ldp_aggregator.storage.collections import StoredCollection
 from ldp_aggregator.storage.lifecycle import check_takes_reports
-from ldp_shared.errors import ConflictError, InvalidReportError, InvalidRequestError
+from ldp_shared.errors import (
+    ConfigurationError,
+    ConflictError,
+    InvalidReportError,
+    InvalidRequestError,
+    TransportError,
+)
 from ldp_shared.request_model import RequestModel
-from ldp_shared.sealing import SUITE_NAME, UnknownKeyError, from_text, open_report, to_text
+from ldp_shared.sealing import (
+    SUITE_NAME,
+    SealingKey,
+    UnknownKeyError,
+    from_text,
+    open_report,
+    to_text,
+)
 from ldp_shared.wire.reports import MAX_BATCH, Report, ReportBatch
 
 router = APIRouter(prefix="/v1/collections", tags=["shuffled"])
@@ -124,6 +137,23 @@ def keyring_of(app: FastAPI) -> KeyringFile:
         return found
 
 
+def _usable(keyring: KeyringFile) -> Keyring:
+    """The keyring, checked to have a current key. A file that cannot be made or read,
+    or holds no current key, is the server's fault, not the request's: 503, with the
+    reason in the server's log only (it names a file of the server)."""
+    try:
+        loaded = keyring.load()
+        loaded.current()
+    except ConfigurationError as error:
+        logger.error("the sealing keyring cannot be used: %s", error.detail)
+        raise TransportError("the aggregator cannot use its sealing keys; retry later") from None
+    return loaded
+
+
+def _current_key(keyring: KeyringFile) -> SealingKey:
+    return _usable(keyring).current()
+
+
 async def _shuffled_collection(
     state: AppState, name: str, current: bool = False
 ) -> StoredCollection:
@@ -139,13 +169,13 @@ async def _shuffled_collection(
 
 
 @router.get(
-    "/{name}/sealing-key", response_model=SealingKeyInfo, responses=problem_responses(404, 409)
+    "/{name}/sealing-key", response_model=SealingKeyInfo, responses=problem_responses(404, 409, 503)
 )
 async def sealing_key(name: str, request: Request) -> SealingKeyInfo:
     """The current key to seal this shuffled collection's reports to (no token needed)."""
     state = app_state(request)
     collection = await _shuffled_collection(state, name)
-    key = (await to_thread.run_sync(keyring_of(request.app).load)).current()
+    key = await to_thread.run_sync(_current_key, keyring_of(request.app))
     return SealingKeyInfo(
         collection=collection.name,
         config_hash=collection.config.config_hash,
@@ -158,7 +188,7 @@ def _open_all(
     keyring: KeyringFile, collection: StoredCollection, blobs: list[str]
 ) -> tuple[list[Report], int, int]:
     """The reports inside the blobs, and how many were tampered or of unknown keys."""
-    keys = keyring.load().opening_keys()
+    keys = _usable(keyring).opening_keys()
     reports: list[Report] = []
     tampered = unknown = 0
     name, config_hash = collection.name, collection.config.config_hash

@@ -112,7 +112,7 @@ def _shuffle(args: argparse.Namespace) -> int:
 
 
 def _sealing_keys(args: argparse.Namespace) -> int:
-    from ldp_aggregator.sealing_keys import KeyringFile, rotate
+    from ldp_aggregator.sealing_keys import read_keyring, rotate
 
     default = os.environ.get("LDPCOLLECT_SEALING_KEYS_FILE", "./ldpcollect-sealing-keys.json")
     path = Path(args.file or default)
@@ -121,7 +121,7 @@ def _sealing_keys(args: argparse.Namespace) -> int:
             raise ConfigurationError(f"--grace-days must be >= 0, got {args.grace_days}")
         print(f"ldpcollect: new current sealing key {rotate(path, args.grace_days)}")
         return 0
-    keyring = KeyringFile(path).load()
+    keyring = read_keyring(path)  # shown, never created: a missing file is one line
     current = keyring.current().key_id
     for key_id in keyring.opening_keys():
         print(f"{key_id}{'  (current)' if key_id == current else ''}")

@@ -4,11 +4,13 @@ still open during the grace period, and after it they are counted as of unknown 
 from __future__ import annotations
 
 import json
+import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from ldp_aggregator.cli import EXIT_ERROR, main
 from ldp_aggregator.sealing_keys import KeyringFile, rotate
 from ldp_shared.errors import ConfigurationError
 from ldp_shared.sealing import SealingKey, seal_report, to_text
@@ -103,3 +105,68 @@ def test_workers_creating_the_keyring_at_once_agree_on_one_key(tmp_path: Path) -
 
 def _first_key_id(path: str) -> str:
     return KeyringFile(Path(path)).load().current().key_id
+
+
+def test_a_keyring_that_is_no_keyring_is_one_line_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "keys.json"
+    for text in ("not json", "{}", '{"keys": "abc"}', '{"keys": [{"public": 5}]}'):
+        path.write_text(text)
+        with pytest.raises(ConfigurationError, match="is not a keyring file") as raised:
+            KeyringFile(path).load()
+        assert str(path) in raised.value.detail and "\n" not in raised.value.detail
+        with pytest.raises(ConfigurationError, match="is not a keyring file"):
+            rotate(path)  # the damaged file is not replaced by a fresh keyring
+        assert path.read_text() == text
+
+
+def _cli_error(capsys: pytest.CaptureFixture[str]) -> str:
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("ldpcollect: error:"), lines
+    return lines[0]
+
+
+def test_show_reads_and_never_creates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``sealing-keys show`` of a missing file says how to make one; it used to create a
+    keyring (and its folders) and show a key nobody would use."""
+    path = tmp_path / "missing" / "keys.json"
+    assert main(["sealing-keys", "show", "--file", str(path)]) == EXIT_ERROR
+    assert "no sealing keyring at" in _cli_error(capsys)
+    assert not path.parent.exists()
+    new_id = rotate(path)
+    assert main(["sealing-keys", "show", "--file", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == f"{new_id}  (current)"
+
+
+def test_rotate_where_no_file_can_be_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    path = blocker / "keys.json"  # a folder that is a file: no keyring can be written
+    assert main(["sealing-keys", "rotate", "--file", str(path)]) == EXIT_ERROR
+    assert f"the sealing keyring {path} cannot be written" in _cli_error(capsys)
+    (tmp_path / "keys.json").write_text("{}")
+    assert main(["sealing-keys", "show", "--file", str(tmp_path / "keys.json")]) == EXIT_ERROR
+    assert "is not a keyring file" in _cli_error(capsys)
+
+
+def test_a_broken_keyring_is_the_servers_fault_not_the_devices(
+    parties: Parties, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A device asking for the key, or a shuffler's batch, gets a 503 problem that names
+    no file of the server; the server's log says what is wrong."""
+    config = parties.create()
+    keys_file = Path(parties.settings.sealing_keys_file)
+    published(parties)  # the keyring is made on first use
+    keys_file.write_text("{}")
+    with caplog.at_level(logging.ERROR, logger="ldp_aggregator"):
+        answer = parties.aggregator.get("/v1/collections/survey/sealing-key")
+        assert answer.status_code == 503
+        assert answer.headers["content-type"] == "application/problem+json"
+        assert str(keys_file) not in answer.text
+        batch = {"blobs": ["AAAA"] * MIN_BATCH}
+        posted = parties.aggregator.post(
+            "/v1/collections/survey/shuffled-batches", json=batch, headers=SHUFFLER
+        )
+        assert posted.status_code == 503 and str(keys_file) not in posted.text
+    assert "is not a keyring file" in caplog.text and config["config_hash"]
