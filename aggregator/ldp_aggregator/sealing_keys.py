@@ -19,10 +19,10 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from ldp_shared.errors import ConfigurationError, InvalidReportError
 from ldp_shared.sealing import SealingKey, from_text, to_text
@@ -116,8 +116,18 @@ def _write(path: Path, keyring: Keyring, *, create_only: bool = False) -> bool:
     """Atomically replace the file (written 0600, fsynced, renamed); with ``create_only``,
     put it in place only if no file is there yet (a hard link, which fails when the name
     exists: of several processes creating the keyring at once, one wins and the others
-    read its keys). Whether this call's keyring is the file's."""
+    read its keys). Whether this call's keyring is the file's. A file that cannot be
+    written is a :class:`~ldp_shared.errors.ConfigurationError` naming it."""
     document = {"keys": [e.document() for e in keyring.entries]}
+    try:
+        return _replace(path, document, create_only)
+    except OSError as error:
+        raise ConfigurationError(
+            f"the sealing keyring {path} cannot be written: {error.strerror or error}"
+        ) from None
+
+
+def _replace(path: Path, document: dict[str, Any], create_only: bool) -> bool:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".sealing-keys-")
     try:
@@ -155,18 +165,8 @@ def rotate(path: Path, grace_days: int = DEFAULT_GRACE_DAYS, today: date | None 
         if e.active(day)
     ]
     fresh = _Entry(SealingKey.generate(), day, None)
-    _writing(path, lambda: _write(path, Keyring((*kept, fresh))))
+    _write(path, Keyring((*kept, fresh)))
     return fresh.key.key_id
-
-
-def _writing(path: Path, write: Callable[[], object]) -> None:
-    """``write()``, a failure to write the file being one line naming it."""
-    try:
-        write()
-    except OSError as error:
-        raise ConfigurationError(
-            f"the sealing keyring {path} cannot be written: {error.strerror or error}"
-        ) from None
 
 
 class KeyringFile:
@@ -184,14 +184,14 @@ class KeyringFile:
         :class:`~ldp_shared.errors.ConfigurationError` (one line) when it cannot be made
         or read."""
         with self._lock:
-            if not self.path.exists():  # several workers may get here at once: one key wins
-                _writing(self.path, lambda: create(self.path))
+            if not self.path.exists():
+                create(self.path)  # several workers may get here at once: one key wins
             try:
                 status = self.path.stat()
-            except OSError:  # gone since: read_keyring names why
-                status = None
-            seen = None if status is None else (status.st_ino, status.st_mtime_ns, status.st_size)
-            if self._keyring is None or seen is None or seen != self._seen:
+            except OSError:  # gone since
+                return read_keyring(self.path)  # which says so (or reads a new one)
+            seen = (status.st_ino, status.st_mtime_ns, status.st_size)
+            if self._keyring is None or seen != self._seen:
                 self._keyring = read_keyring(self.path)
                 self._seen = seen
             return self._keyring
