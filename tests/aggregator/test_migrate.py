@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
+from tests.engines import database_url
 
 from ldp_aggregator.app import create_app
 from ldp_aggregator.cli import EXIT_ERROR, main
@@ -26,7 +27,7 @@ NEWER = "f00dfeedbeef"
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Engine]:
-    made = make_engine(f"sqlite:///{tmp_path / 'schema.db'}")
+    made = make_engine(database_url(tmp_path / "schema.db"))
     yield made
     made.dispose()
 
@@ -70,7 +71,7 @@ def test_a_revision_from_a_newer_build_is_not_behind(engine: Engine) -> None:
 
 
 def test_readyz_waits_for_the_migration(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'late.db'}"
+    url = database_url(tmp_path / "late.db")
     with TestClient(create_app(Settings(database_url=url, migrate_on_startup=False))) as app:
         waiting = app.get("/readyz")
         assert waiting.status_code == 503
@@ -88,7 +89,7 @@ def test_readyz_waits_for_the_migration(tmp_path: Path) -> None:
 
 
 def test_readyz_of_a_server_that_migrates_itself(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'own.db'}"
+    url = database_url(tmp_path / "own.db")
     with TestClient(create_app(Settings(database_url=url))) as app:
         assert app.get("/readyz").json() == {"status": "ready"}
 
