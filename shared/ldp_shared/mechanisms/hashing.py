@@ -212,9 +212,23 @@ def buckets(keys: NDArray[np.uint64], j: NDArray[Any], g: int) -> NDArray[np.int
     """``h_j(x)`` (step 3) for keys and hash indices that broadcast together (computed in
     place: one array and one scratch array of the broadcast shape)."""
     with np.errstate(over="ignore"):
-        offsets = (np.asarray(j, dtype=np.uint64) + np.uint64(1)) * _GOLDEN
-        z = np.asarray(keys, dtype=np.uint64) + offsets
-        scratch = np.empty_like(z)
+        z = np.asarray(keys, dtype=np.uint64) + _offsets(j)
+    _finish(z, np.empty_like(z), g)
+    out: NDArray[np.int64] = z.view(np.int64)  # every bucket is below g < 2^32
+    return out
+
+
+def _offsets(j: NDArray[Any]) -> NDArray[np.uint64]:
+    """``(j + 1) · 0x9E3779B97F4A7C15 (mod 2^64)`` for hash indices ``j``."""
+    with np.errstate(over="ignore"):
+        offsets: NDArray[np.uint64] = (np.asarray(j, dtype=np.uint64) + np.uint64(1)) * _GOLDEN
+    return offsets
+
+
+def _finish(z: NDArray[np.uint64], scratch: NDArray[np.uint64], g: int) -> None:
+    """Step 3 from ``z = x + (j + 1)·golden``, in place in ``z``: the SplitMix64 finaliser
+    then the range reduction to ``g`` buckets (``scratch``: an array of ``z``'s shape)."""
+    with np.errstate(over="ignore"):
         for shift, multiplier in ((30, _MIX1), (27, _MIX2)):
             np.right_shift(z, np.uint64(shift), out=scratch)
             z ^= scratch
@@ -224,8 +238,6 @@ def buckets(keys: NDArray[np.uint64], j: NDArray[Any], g: int) -> NDArray[np.int
         z >>= np.uint64(32)
         z *= np.uint64(g)
         z >>= np.uint64(32)
-    out: NDArray[np.int64] = z.view(np.int64)  # every bucket is below g < 2^32
-    return out
 
 
 _M64 = (1 << 64) - 1
@@ -248,14 +260,24 @@ step that stays in the core's cache is 2–3× faster than one of 2^22 buckets."
 
 def row_sums(table: NDArray[Any], keys: NDArray[np.uint64]) -> NDArray[Any]:
     """``Σ_j table[j, h_j(x_v)]`` for each key ``x_v``, over all rows ``j`` of a
-    ``rows × width`` table (:data:`QUERY_CELLS` buckets a step)."""
+    ``rows × width`` table (:data:`QUERY_CELLS` buckets a step, in two arrays made once
+    and reused by every step, read with ``np.take``: a heavy-hitters search 7-12 % faster
+    than with fresh arrays and fancy indexing each step)."""
     rows, width = table.shape
     flat = table.ravel()
-    row_start = np.arange(rows, dtype=np.int64) * width
+    offsets = _offsets(np.arange(rows))
+    row_start = np.arange(rows, dtype=np.uint64) * np.uint64(width)
+    keys = np.asarray(keys, dtype=np.uint64)
     out = np.empty(keys.size, dtype=table.dtype)
     step = max(1, QUERY_CELLS // rows)
+    cells = np.empty((min(step, keys.size), rows), dtype=np.uint64)
+    scratch = np.empty_like(cells)
     for start in range(0, keys.size, step):
-        cells = buckets(keys[start : start + step, None], np.arange(rows), width)
-        cells += row_start
-        out[start : start + step] = flat[cells].sum(axis=1)
+        part = keys[start : start + step]
+        z, spare = cells[: part.size], scratch[: part.size]
+        with np.errstate(over="ignore"):
+            np.add(part[:, None], offsets, out=z)
+        _finish(z, spare, width)
+        z += row_start  # each row's buckets, as indices of the flat table
+        out[start : start + part.size] = np.take(flat, z.view(np.int64)).sum(axis=1)
     return out
