@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 import threading
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from ldp_aggregator.storage.retention import fold_expired
 from ldp_aggregator.writer import ReportWriter
 
@@ -49,11 +51,20 @@ class Reshuffler:
         try:
             # the rewrite then drops the old row versions, bits and all (PostgreSQL)
             self.writer.written_since_rewrite += fold_expired(self.writer.engine)
-        except Exception:  # logged; the next turn tries again
-            logger.exception("folding expired reports failed")
+        except Exception as error:  # logged; the next turn tries again
+            _log_failure("folding expired reports", error)
         if not self.writer.needs_rewrite:
             return
         try:
             self.writer.rewrite()
-        except Exception:  # logged; the next turn tries again
-            logger.exception("rewriting the reports failed")
+        except Exception as error:  # logged; the next turn tries again
+            _log_failure("rewriting the reports", error)
+
+
+def _log_failure(what: str, error: Exception) -> None:
+    """One line when the database failed the turn (unreachable, or its schema not yet
+    migrated: ``/readyz`` says which), the traceback of anything else."""
+    if isinstance(error, SQLAlchemyError):
+        logger.warning("%s failed: %s; the next turn tries again", what, type(error).__name__)
+    else:
+        logger.error("%s failed", what, exc_info=error)

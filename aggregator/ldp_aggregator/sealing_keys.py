@@ -27,7 +27,14 @@ from typing import Any
 from ldp_shared.errors import ConfigurationError, InvalidReportError
 from ldp_shared.sealing import SealingKey, from_text, to_text
 
-__all__ = ["DEFAULT_GRACE_DAYS", "Keyring", "KeyringFile", "read_keyring", "rotate"]
+__all__ = [
+    "DEFAULT_GRACE_DAYS",
+    "Keyring",
+    "KeyringFile",
+    "ensure_keyring",
+    "read_keyring",
+    "rotate",
+]
 
 DEFAULT_GRACE_DAYS = 7
 
@@ -88,28 +95,48 @@ def _parse(text: str) -> Keyring:
     return Keyring(tuple(entries))
 
 
-def read_keyring(path: Path) -> Keyring:
-    """The keyring in the file at ``path``, never created here: a
-    :class:`~ldp_shared.errors.ConfigurationError` (one line naming the file) when it is
-    missing, cannot be read, or is not a keyring."""
+_ABSENT = (FileNotFoundError, NotADirectoryError)
+"""What reading a keyring that is not there raises (no file, or a folder on its path
+that is a file)."""
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error)
+
+
+def _read(path: Path) -> Keyring | None:
+    """The keyring in the file at ``path``, ``None`` when there is no file; a
+    :class:`~ldp_shared.errors.ConfigurationError` (one line naming the file) when it
+    cannot be read or is not a keyring."""
     try:
-        text = path.read_text("utf-8")
-    except FileNotFoundError:
+        return _parse(path.read_text("utf-8"))
+    except _ABSENT:
+        return None
+    except OSError as error:
         raise ConfigurationError(
-            f"no sealing keyring at {path}: `ldpcollect sealing-keys rotate` creates one (and"
-            " the aggregator does when a shuffled collection first needs a key)"
+            f"the sealing keyring {path} cannot be read: {_reason(error)}"
         ) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigurationError(f"the sealing keyring {path} cannot be read: {error}") from None
-    try:
-        return _parse(text)
     except ConfigurationError as error:
         raise ConfigurationError(f"the sealing keyring {path}: {error.detail}") from None
     except (ValueError, KeyError, TypeError, AttributeError, InvalidReportError) as error:
+        # (a file that is not UTF-8 is a ValueError too)
         raise ConfigurationError(
             f"the sealing keyring {path} is not a keyring file ({type(error).__name__}:"
-            f" {error}); restore it from a backup, or rotate to start a new one"
+            f" {error}); restore it from a backup, or move it aside and run `ldpcollect"
+            " sealing-keys init` to start a new one"
         ) from None
+
+
+def read_keyring(path: Path) -> Keyring:
+    """The keyring in the file at ``path``, never created here (one line when there is
+    none, or it cannot be read, or it is not a keyring)."""
+    keyring = _read(path)
+    if keyring is None:
+        raise ConfigurationError(
+            f"no sealing keyring at {path}: `ldpcollect sealing-keys init` makes one (and the"
+            " aggregator does when a shuffled collection first needs a key)"
+        )
+    return keyring
 
 
 def _write(path: Path, keyring: Keyring, *, create_only: bool = False) -> bool:
@@ -123,7 +150,7 @@ def _write(path: Path, keyring: Keyring, *, create_only: bool = False) -> bool:
         return _replace(path, document, create_only)
     except OSError as error:
         raise ConfigurationError(
-            f"the sealing keyring {path} cannot be written: {error.strerror or error}"
+            f"the sealing keyring {path} cannot be written: {_reason(error)}"
         ) from None
 
 
@@ -158,7 +185,8 @@ def rotate(path: Path, grace_days: int = DEFAULT_GRACE_DAYS, today: date | None 
     keys retire after ``grace_days``, and keys retired before today are dropped. Returns
     the new key's id."""
     day = _today() if today is None else today
-    old = read_keyring(path).entries if path.exists() else ()
+    found = _read(path)  # a damaged file is refused, not replaced
+    old = () if found is None else found.entries
     kept = [
         _Entry(e.key, e.created, e.retire_after or day + timedelta(days=grace_days))
         for e in old
@@ -175,23 +203,41 @@ class KeyringFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.reported: str | None = None
+        """The last problem with the file the server logged (logged once, not per
+        request, until the file is usable again)."""
         self._lock = threading.Lock()
         self._seen: tuple[int, int, int] | None = None
         self._keyring: Keyring | None = None
 
     def load(self) -> Keyring:
-        """The keyring, created with one key if the file is missing;
+        """The keyring, created with one key if there is no file;
         :class:`~ldp_shared.errors.ConfigurationError` (one line) when it cannot be made
         or read."""
         with self._lock:
-            if not self.path.exists():
-                create(self.path)  # several workers may get here at once: one key wins
-            try:
-                status = self.path.stat()
-            except OSError:  # gone since
-                return read_keyring(self.path)  # which says so (or reads a new one)
-            seen = (status.st_ino, status.st_mtime_ns, status.st_size)
-            if self._keyring is None or seen != self._seen:
-                self._keyring = read_keyring(self.path)
+            seen = self._version()
+            if seen is None:  # several workers may get here at once: one key wins
+                create(self.path)
+                seen = self._version()
+            if self._keyring is None or seen is None or seen != self._seen:
+                self._keyring = read_keyring(self.path)  # no file now: it says so
                 self._seen = seen
             return self._keyring
+
+    def _version(self) -> tuple[int, int, int] | None:
+        """The file's inode, modification time and size (``None``: no file)."""
+        try:
+            status = self.path.stat()
+        except _ABSENT:
+            return None
+        except OSError as error:
+            raise ConfigurationError(
+                f"the sealing keyring {self.path} cannot be read: {_reason(error)}"
+            ) from None
+        return status.st_ino, status.st_mtime_ns, status.st_size
+
+
+def ensure_keyring(path: Path) -> Keyring:
+    """The keyring at ``path``, made with one key if there is none (an existing one,
+    damaged or not, is never replaced)."""
+    return KeyringFile(path).load()

@@ -20,6 +20,7 @@ from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
+from sqlalchemy import Engine
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from uvicorn.supervisors import multiprocess
 
@@ -200,12 +201,12 @@ def serve(args: argparse.Namespace) -> int:
     try:
         check_listen_address(args.host, args.port)  # before the database is created
         ping(engine)  # a bad URL or an unreachable database is one line, not a traceback
-        from ldp_aggregator.storage.migrate import check_schema, upgrade
+        if settings.migrate_on_startup and settings.workers > 1:
+            from ldp_aggregator.storage.migrate import upgrade
 
-        if not settings.migrate_on_startup:  # left to `ldpcollect migrate`: one line if not run
-            check_schema(engine, "this server")
-        elif settings.workers > 1:
             upgrade(engine)  # once, here: the workers must not race to migrate
+        elif not settings.migrate_on_startup:
+            _check_schema_left_to_migrate(engine)
     finally:
         engine.dispose()
     for role, token in generated.items():
@@ -237,6 +238,22 @@ def serve(args: argparse.Namespace) -> int:
     else:
         uvicorn.run(_serving_app(settings), **served)
     return 0
+
+
+def _check_schema_left_to_migrate(engine: Engine) -> None:
+    """With migrations left to ``ldpcollect migrate``: a schema older than this code is
+    served not ready (``/readyz`` 503 until the migration job has run: a replica may
+    start before it finishes), with a warning; one a newer ldpcollect migrated is one
+    line (this code may not write it as that one does)."""
+    from ldp_aggregator.storage.migrate import schema_of
+
+    schema = schema_of(engine)
+    problem = schema.problem("this server")
+    if problem is None:
+        return
+    if not schema.behind:
+        raise ConfigurationError(problem)
+    logger.warning("ldpcollect: warning: %s; /readyz answers 503 until then", problem)
 
 
 def worker_app() -> FastAPI:

@@ -1,10 +1,12 @@
 """The schema check of ``storage/migrate.py``: with migrations left to ``ldpcollect
 migrate`` (``LDPCOLLECT_MIGRATE_ON_STARTUP=false``), a database whose schema is older than
-the code is named in one line by ``serve`` and keeps ``/readyz`` at 503 until migrated; one
-that a newer ldpcollect migrated is named too, and a running server stays ready on it."""
+the code is served with a warning and keeps ``/readyz`` at 503 until migrated; one that a
+newer ldpcollect migrated is one line from ``serve`` (and ``fold``), and a running server
+stays ready on it."""
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,9 +18,11 @@ from tests.engines import database_url
 
 from ldp_aggregator.app import create_app
 from ldp_aggregator.cli import EXIT_ERROR, main
+from ldp_aggregator.reshuffler import Reshuffler
 from ldp_aggregator.settings import Settings
 from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import check_schema, head_revision, schema_of, upgrade
+from ldp_aggregator.writer import ReportWriter
 from ldp_shared.errors import ConfigurationError
 
 NEWER = "f00dfeedbeef"
@@ -100,40 +104,65 @@ def _free_port() -> int:
         return int(free.getsockname()[1])
 
 
-@pytest.mark.parametrize("revision", [None, NEWER])
-def test_serve_on_a_schema_not_its_own_is_one_line(
-    revision: str | None,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def _serving_nothing(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     import uvicorn
 
     served: list[object] = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **_options: served.append(app))
     monkeypatch.setenv("LDPCOLLECT_MIGRATE_ON_STARTUP", "false")
+    return served
+
+
+def test_serve_on_a_newer_build_s_schema_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    served = _serving_nothing(monkeypatch)
     url = f"sqlite:///{tmp_path / 'serve.db'}"
-    if revision is not None:
-        engine = make_engine(url)
-        upgrade(engine)
-        _set_revision(engine, revision)
-        engine.dispose()
-    args = ["serve", "--port", str(_free_port()), "--database-url", url]
-    assert main(args) == EXIT_ERROR
+    engine = make_engine(url)
+    upgrade(engine)
+    _set_revision(engine, NEWER)
+    engine.dispose()
+    assert main(["serve", "--port", str(_free_port()), "--database-url", url]) == EXIT_ERROR
     assert not served
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("ldpcollect: error:")]
     assert len(errors) == 1 and "Traceback" not in "".join(lines)
-    expected = "ldpcollect migrate" if revision is None else "newer ldpcollect"
-    assert "this server" in errors[0] and expected in errors[0]
+    assert "this server" in errors[0] and "newer ldpcollect" in errors[0]
+
+
+def test_serve_on_an_unmigrated_schema_warns_and_serves_not_ready(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A replica may start before the migration job has run: it serves, its /readyz
+    holding traffic back (above), and says why at start."""
+    served = _serving_nothing(monkeypatch)
+    url = f"sqlite:///{tmp_path / 'early.db'}"
+    with caplog.at_level(logging.WARNING, logger="ldp_aggregator"):
+        assert main(["serve", "--port", str(_free_port()), "--database-url", url]) == 0
+    assert len(served) == 1
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("ldpcollect migrate" in w and "/readyz answers 503" in w for w in warnings)
+
+
+def test_a_reshuffler_turn_on_an_unmigrated_schema_is_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'bare.db'}")
+    writer = ReportWriter(engine)
+    try:
+        with caplog.at_level(logging.WARNING, logger="ldp_aggregator"):
+            Reshuffler(writer, 0).stop()  # its turn, on no tables at all
+    finally:
+        engine.dispose()
+    failures = [r for r in caplog.records if "failed" in r.getMessage()]
+    assert failures and all(r.exc_info is None for r in failures)
+    assert all("OperationalError" in r.getMessage() for r in failures)
 
 
 def test_serve_on_a_migrated_schema_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import uvicorn
-
-    served: list[object] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **_options: served.append(app))
-    monkeypatch.setenv("LDPCOLLECT_MIGRATE_ON_STARTUP", "false")
+    served = _serving_nothing(monkeypatch)
     url = f"sqlite:///{tmp_path / 'ready.db'}"
     assert main(["migrate", "--database-url", url]) == 0
     assert main(["serve", "--port", str(_free_port()), "--database-url", url]) == 0

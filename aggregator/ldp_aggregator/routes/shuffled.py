@@ -145,8 +145,11 @@ def _usable(keyring: KeyringFile) -> Keyring:
         loaded = keyring.load()
         loaded.current()
     except ConfigurationError as error:
-        logger.error("the sealing keyring cannot be used: %s", error.detail)
+        if keyring.reported != error.detail:  # once, not per request
+            keyring.reported = error.detail
+            logger.error("the sealing keyring cannot be used: %s", error.detail)
         raise TransportError("the aggregator cannot use its sealing keys; retry later") from None
+    keyring.reported = None
     return loaded
 
 

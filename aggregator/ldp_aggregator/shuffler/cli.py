@@ -57,8 +57,9 @@ def add_shuffler_commands(
     keys = commands.add_parser("sealing-keys", help="the aggregator's sealing keyring")
     keys.add_argument(
         "action",
-        choices=("rotate", "show"),
-        help="rotate: add a new current key; show: list the keys that open reports",
+        choices=("init", "rotate", "show"),
+        help="init: make a keyring with one key unless there is one, then show it; rotate:"
+        " add a new current key; show: list the keys that open reports",
     )
     keys.add_argument(
         "--file",
@@ -112,7 +113,7 @@ def _shuffle(args: argparse.Namespace) -> int:
 
 
 def _sealing_keys(args: argparse.Namespace) -> int:
-    from ldp_aggregator.sealing_keys import read_keyring, rotate
+    from ldp_aggregator.sealing_keys import ensure_keyring, read_keyring, rotate
 
     default = os.environ.get("LDPCOLLECT_SEALING_KEYS_FILE", "./ldpcollect-sealing-keys.json")
     path = Path(args.file or default)
@@ -121,7 +122,8 @@ def _sealing_keys(args: argparse.Namespace) -> int:
             raise ConfigurationError(f"--grace-days must be >= 0, got {args.grace_days}")
         print(f"ldpcollect: new current sealing key {rotate(path, args.grace_days)}")
         return 0
-    keyring = read_keyring(path)  # shown, never created: a missing file is one line
+    # init makes one if there is none; show only reads (no file: one line)
+    keyring = ensure_keyring(path) if args.action == "init" else read_keyring(path)
     current = keyring.current().key_id
     for key_id in keyring.opening_keys():
         print(f"{key_id}{'  (current)' if key_id == current else ''}")

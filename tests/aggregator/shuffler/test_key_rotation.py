@@ -155,7 +155,7 @@ def test_a_broken_keyring_is_the_servers_fault_not_the_devices(
 ) -> None:
     """A device asking for the key, or a shuffler's batch, gets a 503 problem that names
     no file of the server; the server's log says what is wrong."""
-    config = parties.create()
+    parties.create()
     keys_file = Path(parties.settings.sealing_keys_file)
     published(parties)  # the keyring is made on first use
     keys_file.write_text("{}")
@@ -169,4 +169,43 @@ def test_a_broken_keyring_is_the_servers_fault_not_the_devices(
             "/v1/collections/survey/shuffled-batches", json=batch, headers=SHUFFLER
         )
         assert posted.status_code == 503 and str(keys_file) not in posted.text
-    assert "is not a keyring file" in caplog.text and config["config_hash"]
+    logged = [r for r in caplog.records if "sealing keyring" in r.getMessage()]
+    assert len(logged) == 1 and "is not a keyring file" in logged[0].getMessage()  # once
+    rotate(keys_file.with_name("fresh.json"))
+    keys_file.write_text(keys_file.with_name("fresh.json").read_text())  # mended
+    assert parties.aggregator.get("/v1/collections/survey/sealing-key").status_code == 200
+
+
+def test_init_makes_a_keyring_once_and_never_replaces_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What docker-compose's sealing-keys service runs before the replicas start."""
+    path = tmp_path / "keys" / "sealing-keys.json"
+    assert main(["sealing-keys", "init", "--file", str(path)]) == 0
+    first = capsys.readouterr().out.strip()
+    assert first.endswith("(current)") and path.stat().st_mode & 0o777 == 0o600
+    assert main(["sealing-keys", "init", "--file", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == first
+    path.write_text("{}")
+    assert main(["sealing-keys", "init", "--file", str(path)]) == EXIT_ERROR
+    assert "is not a keyring file" in _cli_error(capsys) and path.read_text() == "{}"
+
+
+def test_a_keyring_the_server_may_not_read_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """EACCES (tests run as root, so no chmod can produce it): Path.exists() would raise
+    it, which is why the file is opened, not tested first."""
+    path = tmp_path / "keys.json"
+    rotate(path)
+
+    def refused(self: Path, *args: object, **kwargs: object) -> object:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "stat", refused)
+    monkeypatch.setattr(Path, "read_text", refused)
+    for read in (KeyringFile(path).load, lambda: rotate(path)):
+        with pytest.raises(ConfigurationError, match="cannot be read: Permission denied"):
+            read()
+    assert main(["sealing-keys", "rotate", "--file", str(path)]) == EXIT_ERROR
+    assert "cannot be read: Permission denied" in _cli_error(capsys)
