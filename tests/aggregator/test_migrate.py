@@ -7,7 +7,6 @@ stays ready on it."""
 from __future__ import annotations
 
 import logging
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,9 @@ from ldp_aggregator.storage.engine import make_engine
 from ldp_aggregator.storage.migrate import check_schema, head_revision, schema_of, upgrade
 from ldp_aggregator.writer import ReportWriter
 from ldp_shared.errors import ConfigurationError
+
+from .test_cli import _free_port
+from .test_cli import _serving_nothing as _serving_none
 
 NEWER = "f00dfeedbeef"
 """A revision no build of this code ships: what a newer ldpcollect would have written."""
@@ -98,19 +100,10 @@ def test_readyz_of_a_server_that_migrates_itself(tmp_path: Path) -> None:
         assert app.get("/readyz").json() == {"status": "ready"}
 
 
-def _free_port() -> int:
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        return int(free.getsockname()[1])
-
-
 def _serving_nothing(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    import uvicorn
-
-    served: list[object] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **_options: served.append(app))
+    """``serve`` with migrations left to ``ldpcollect migrate``, uvicorn never run."""
     monkeypatch.setenv("LDPCOLLECT_MIGRATE_ON_STARTUP", "false")
-    return served
+    return _serving_none(monkeypatch)
 
 
 def test_serve_on_a_newer_build_s_schema_is_one_line(
